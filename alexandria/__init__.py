@@ -1,0 +1,1 @@
+"""Alexandria's shared kernel: settings, logging, errors, the gRPC service shape, clients and the store."""

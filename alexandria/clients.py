@@ -1,0 +1,125 @@
+"""Client edge of every gRPC call: one long-lived channel per target, a deadline on
+every call, bounded jittered retries for UNAVAILABLE only, and typed exceptions
+(`alexandria.errors`) instead of raw statuses.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import numpy as np
+from grpc import aio
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+
+from alexandria.errors import from_rpc_error
+from alexandria.grpc_server import MAX_MESSAGE_BYTES
+from alexandria.settings import ClientSettings
+from alexandria.v1 import embedder_pb2, embedder_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+_ROUND_ROBIN = '{"loadBalancingConfig": [{"round_robin": {}}]}'
+
+
+def channel_target(address: str) -> str:
+    """Accept `host:port`, `unix:///path`, `dns:///name:port`, or several `host:port` joined by commas."""
+    if "," in address and "://" not in address:
+        hosts = [a.strip() for a in address.split(",") if a.strip()]
+        scheme = "ipv6" if any(h.startswith("[") for h in hosts) else "ipv4"
+        return f"{scheme}:{','.join(hosts)}"
+    return address
+
+
+def open_channel(address: str) -> aio.Channel:
+    """One channel per target, balanced round-robin over every address the target resolves to."""
+    return aio.insecure_channel(
+        channel_target(address),
+        options=[
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.service_config", _ROUND_ROBIN),
+            ("grpc.enable_retries", 0),
+            ("grpc.keepalive_time_ms", 30_000),
+        ],
+    )
+
+
+def _is_unavailable(exc: BaseException) -> bool:
+    return isinstance(exc, grpc.RpcError) and exc.code() == grpc.StatusCode.UNAVAILABLE
+
+
+class ServiceClient:
+    """Calls one service's stub: `await client.call("Method", request)` or `async for m in client.stream(...)`."""
+
+    def __init__(self, name: str, address: str, stub_class: type, settings: ClientSettings) -> None:
+        self.name = name
+        self.address = address
+        self.channel = open_channel(address)
+        self.stub = stub_class(self.channel)
+        self.settings = settings
+
+    def _retrying(self) -> AsyncRetrying:
+        return AsyncRetrying(
+            retry=retry_if_exception(_is_unavailable),
+            wait=wait_random_exponential(multiplier=0.05, max=2.0),
+            stop=stop_after_attempt(self.settings.rpc_retry_attempts),
+            reraise=True,
+        )
+
+    async def call(self, method: str, request: Any, timeout: float | None = None) -> Any:
+        """A unary call with a deadline; UNAVAILABLE is retried, every failure comes out typed."""
+        rpc = getattr(self.stub, method)
+        try:
+            async for attempt in self._retrying():
+                with attempt:
+                    return await rpc(request, timeout=timeout or self.settings.rpc_timeout_s)
+        except grpc.RpcError as exc:
+            raise from_rpc_error(exc, self.name) from None
+        raise AssertionError("unreachable: tenacity reraises")
+
+    async def stream(self, method: str, request: Any, timeout: float | None = None) -> AsyncIterator[Any]:
+        """A server-streaming call; retried on UNAVAILABLE only until its first message arrives."""
+        rpc = getattr(self.stub, method)
+        received = False
+        try:
+            async for attempt in self._retrying():
+                with attempt:
+                    async for message in rpc(request, timeout=timeout or self.settings.long_rpc_timeout_s):
+                        received = True
+                        yield message
+                    return
+        except grpc.RpcError as exc:
+            if received:
+                log.warning("%s.%s broke off after its first message", self.name, method)
+            raise from_rpc_error(exc, self.name) from None
+
+    async def close(self) -> None:
+        await self.channel.close()
+
+
+class EmbedderClient(ServiceClient):
+    """The embedder's client, decoding packed float32 vectors into numpy arrays."""
+
+    def __init__(self, address: str, settings: ClientSettings) -> None:
+        super().__init__("embedder", address, embedder_pb2_grpc.EmbedderServiceStub, settings)
+
+    async def model_info(self) -> embedder_pb2.ModelInfo:
+        return await self.call("GetModelInfo", embedder_pb2.GetModelInfoRequest())
+
+    async def embed(
+        self, texts: list[str], kind: int = embedder_pb2.EMBED_KIND_PASSAGE, neighbour_similarities: bool = False
+    ) -> embedder_pb2.EmbedResponse:
+        request = embedder_pb2.EmbedRequest(texts=texts, kind=kind, neighbour_similarities=neighbour_similarities)
+        return await self.call("Embed", request, timeout=self.settings.embed_timeout_s)
+
+    async def embed_query(self, text: str) -> np.ndarray:
+        response = await self.embed([text], kind=embedder_pb2.EMBED_KIND_QUERY)
+        return decode_vectors(response)[0]
+
+
+def decode_vectors(response: embedder_pb2.EmbedResponse) -> np.ndarray:
+    """The (count, dimension) float32 matrix packed in an EmbedResponse."""
+    return np.frombuffer(response.vectors, dtype="<f4").reshape(response.count, response.dimension)

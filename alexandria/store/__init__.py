@@ -1,0 +1,30 @@
+"""The store adapter: the only code that talks to Qdrant.
+
+`open_store(settings)` returns a `Store` over one of two real backends with the
+same behaviour, kept honest by tests/store/test_store_contract.py:
+- embedded (default): Qdrant's engine in process (qdrant-edge-py), one shard per collection
+  under `$ALEXANDRIA_DATA_DIR/store/<collection>`; one process may open it.
+- server: qdrant-client against a Qdrant server (or qdrant-client's local mode).
+"""
+
+from alexandria.store.model import (
+    CollectionInfo,
+    Filter,
+    Hit,
+    PointRecord,
+    SparseVector,
+    Store,
+    StoredPoint,
+)
+from alexandria.store.factory import open_store
+
+__all__ = [
+    "CollectionInfo",
+    "Filter",
+    "Hit",
+    "PointRecord",
+    "SparseVector",
+    "Store",
+    "StoredPoint",
+    "open_store",
+]

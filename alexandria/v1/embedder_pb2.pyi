@@ -1,0 +1,67 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class EmbedKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    EMBED_KIND_UNSPECIFIED: _ClassVar[EmbedKind]
+    EMBED_KIND_QUERY: _ClassVar[EmbedKind]
+    EMBED_KIND_PASSAGE: _ClassVar[EmbedKind]
+EMBED_KIND_UNSPECIFIED: EmbedKind
+EMBED_KIND_QUERY: EmbedKind
+EMBED_KIND_PASSAGE: EmbedKind
+
+class GetModelInfoRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ModelInfo(_message.Message):
+    __slots__ = ("name", "dimension", "max_seq_length", "device", "normalized", "dtype")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    MAX_SEQ_LENGTH_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    NORMALIZED_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    dimension: int
+    max_seq_length: int
+    device: str
+    normalized: bool
+    dtype: str
+    def __init__(self, name: _Optional[str] = ..., dimension: _Optional[int] = ..., max_seq_length: _Optional[int] = ..., device: _Optional[str] = ..., normalized: _Optional[bool] = ..., dtype: _Optional[str] = ...) -> None: ...
+
+class EmbedRequest(_message.Message):
+    __slots__ = ("texts", "kind", "sequence", "neighbour_similarities")
+    TEXTS_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    NEIGHBOUR_SIMILARITIES_FIELD_NUMBER: _ClassVar[int]
+    texts: _containers.RepeatedScalarFieldContainer[str]
+    kind: EmbedKind
+    sequence: int
+    neighbour_similarities: bool
+    def __init__(self, texts: _Optional[_Iterable[str]] = ..., kind: _Optional[_Union[EmbedKind, str]] = ..., sequence: _Optional[int] = ..., neighbour_similarities: _Optional[bool] = ...) -> None: ...
+
+class EmbedResponse(_message.Message):
+    __slots__ = ("vectors", "count", "dimension", "truncated", "model", "sequence", "neighbour_similarities")
+    VECTORS_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    NEIGHBOUR_SIMILARITIES_FIELD_NUMBER: _ClassVar[int]
+    vectors: bytes
+    count: int
+    dimension: int
+    truncated: int
+    model: str
+    sequence: int
+    neighbour_similarities: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, vectors: _Optional[bytes] = ..., count: _Optional[int] = ..., dimension: _Optional[int] = ..., truncated: _Optional[int] = ..., model: _Optional[str] = ..., sequence: _Optional[int] = ..., neighbour_similarities: _Optional[_Iterable[float]] = ...) -> None: ...
