@@ -1,0 +1,53 @@
+"""Payload field names written by ingest and read by query and catalog: the one list of them.
+
+A book's points are written with COMPLETE false and flipped to true only when all
+of them are in the store; every read that serves users filters on COMPLETE true,
+so a half-written book is never visible.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Level(StrEnum):
+    PARENT = "parent"  # a whole chapter: its text stored whole, its vector from a bounded part
+    CHILD = "child"    # a semantic chunk under a parent
+    FLAT = "flat"      # a semantic chunk of a book ingested without hierarchy
+
+
+# identity
+BOOK_KEY = "book_key"          # Calibre book uuid, or sha256 of a local file's bytes
+CALIBRE_ID = "calibre_id"      # int, Calibre books only
+FILE_PATH = "file_path"
+FORMAT = "format"              # "EPUB", "PDF", "TXT", "MD", "HTML"
+COMPLETE = "complete"          # bool: the whole book is written
+
+# book metadata
+BOOK_TITLE = "book_title"
+AUTHOR = "author"              # authors joined with " & "
+AUTHORS = "authors"            # list, in Calibre's order
+LANGUAGE = "language"
+
+# chunk
+TEXT = "text"
+LEVEL = "level"
+PARENT_ID = "parent_id"        # a child's parent point id
+SEQUENCE_INDEX = "sequence_index"  # a child's index among its siblings (0-based)
+SIBLING_COUNT = "sibling_count"
+CHAPTER_TITLE = "chapter_title"
+CHAPTER_INDEX = "chapter_index"
+POSITION = "position"          # order of the chunk in the whole book
+PAGE_START = "page_start"
+PAGE_END = "page_end"
+WORD_COUNT = "word_count"
+
+# provenance
+MODEL = "model"
+DIMENSION = "dimension"
+CHUNKING = "chunking"          # {"threshold", "min_chunk_size", "max_chunk_size", "hierarchical"}
+INGESTED_AT = "ingested_at"    # ISO 8601 UTC
+
+KEYWORD_INDEXES = (BOOK_KEY, LEVEL, LANGUAGE, AUTHORS, FILE_PATH, PARENT_ID, FORMAT)
+INTEGER_INDEXES = (CALIBRE_ID, SEQUENCE_INDEX, CHAPTER_INDEX)
+BOOL_INDEXES = (COMPLETE,)
