@@ -1,0 +1,31 @@
+# The two commands a new machine needs:
+#   make run    set up, then bring the whole stack up on the embedded store (Ctrl-C stops it)
+#   make test   set up, then run the whole test suite
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+
+.PHONY: setup run test protos lint
+
+setup: $(STAMP)
+
+# torch is pinned and installed first: an unpinned torch would pull a multi-GB CUDA build.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	rm -f $(VENV)/.installed-* && touch $(STAMP)
+
+run: setup
+	$(BIN)/alexandria up
+
+test: setup
+	$(BIN)/python -m pytest
+
+protos: setup
+	$(BIN)/python scripts/gen_protos.py
+
+lint: setup
+	$(BIN)/ruff check .
