@@ -1,0 +1,148 @@
+"""`alexandria`: bring the stack up, check it, ingest books and ask questions from a terminal.
+
+The CLI is one more client of the services: it holds no logic of its own.
+
+  alexandria up [--stdio] [--port N]   start everything (embedded store under ./var)
+  alexandria mcp                       MCP gateway on stdio against a running stack (.mcp.json)
+  alexandria status                    health of every service and the collection
+  alexandria ingest 1 2 | --all | --file PATH    ingest with a progress bar
+  alexandria query "who is Mr. Darcy?"           print cited passages
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator
+
+from alexandria.clients import ServiceClient
+from alexandria.errors import AlexandriaError
+from alexandria.logs import configure_logging
+from alexandria.settings import ClientSettings, CommonSettings
+from alexandria.stack import StackLayout, health_status
+from alexandria.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
+
+
+def _progress_bar(progress: common_pb2.Progress, width: int = 30) -> str:
+    fraction = progress.done / progress.total if progress.total else 0.0
+    filled = int(width * fraction)
+    return f"\r[{'█' * filled}{'░' * (width - filled)}] {fraction:4.0%} {progress.stage:<8} {progress.message[:60]:<60}"
+
+
+async def _follow(events: AsyncIterator, result_field: str):
+    """Draw progress events on stderr; return the stream's result message."""
+    result = None
+    async for event in events:
+        kind = event.WhichOneof("event")
+        if kind == "progress":
+            print(_progress_bar(event.progress), end="", file=sys.stderr, flush=True)
+        elif kind == "row":
+            row = event.row
+            status = ingest_pb2.BatchStatus.Name(row.status).removeprefix("BATCH_STATUS_").lower()
+            print(f"\n  {status:<8} {row.title} ({row.chunks} chunks){' - ' + row.error if row.error else ''}",
+                  file=sys.stderr)
+        elif kind == result_field:
+            result = getattr(event, result_field)
+    print(file=sys.stderr)
+    return result
+
+
+async def cmd_status(layout: StackLayout) -> int:
+    healthy = True
+    for name, address in layout.addresses().items():
+        status = await health_status(address)
+        healthy &= status == "SERVING"
+        print(f"{name:<9} {status:<12} {address}")
+    if healthy:
+        query = ServiceClient("query", layout.address("query"), query_pb2_grpc.QueryServiceStub, ClientSettings())
+        stats = await query.call("GetCollectionStats", query_pb2.GetCollectionStatsRequest())
+        print(f"collection {stats.collection_name}: {stats.points_count} points, {stats.books} books, "
+              f"{stats.backend} store, status {stats.status}")
+        await query.close()
+    return 0 if healthy else 1
+
+
+async def cmd_ingest(layout: StackLayout, args: argparse.Namespace) -> int:
+    ingest = ServiceClient("ingest", layout.address("ingest"), ingest_pb2_grpc.IngestServiceStub, ClientSettings())
+    options = ingest_pb2.IngestOptions(format_preference=args.format)
+    try:
+        if args.file:
+            request = ingest_pb2.IngestFileRequest(file_path=args.file, title=args.title or "",
+                                                   author=args.author or "", options=options)
+            result = await _follow(ingest.stream("IngestFile", request), "result")
+            print(result.error if result.needs_metadata else f"{result.title}: {result.chunks} chunks")
+            return 0 if result.success else 1
+        request = ingest_pb2.BatchIngestRequest(book_ids=args.book_ids, limit=50 if args.all else 0, options=options)
+        result = await _follow(ingest.stream("BatchIngest", request), "result")
+        print(result.summary)
+        return 0 if result.failed == 0 else 1
+    finally:
+        await ingest.close()
+
+
+async def cmd_query(layout: StackLayout, args: argparse.Namespace) -> int:
+    query = ServiceClient("query", layout.address("query"), query_pb2_grpc.QueryServiceStub, ClientSettings())
+    try:
+        response = await query.call("Search", query_pb2.SearchRequest(
+            query=args.text, limit=args.limit, threshold=args.threshold, guardian="none"))
+    finally:
+        await query.close()
+    if not response.results:
+        print(response.notice or "No passage matched.")
+    for i, hit in enumerate(response.results, 1):
+        pages = f", pp. {hit.locator.page_start}-{hit.locator.page_end}" if hit.locator.HasField("page_start") else ""
+        print(f"[{i}] {hit.book_title} — {hit.author} — {hit.section_name}{pages} (score {hit.score:.2f})")
+        print(f"    {hit.text[:600]}\n")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="alexandria", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="start the whole stack")
+    up.add_argument("--stdio", action="store_true", help="serve MCP on stdio instead of HTTP")
+    up.add_argument("--port", type=int, default=int(os.environ.get("GATEWAY_PORT", 8765)))
+    up.add_argument("--host", default=os.environ.get("GATEWAY_HOST", "127.0.0.1"))
+    sub.add_parser("mcp", help="MCP gateway on stdio against a running stack")
+    sub.add_parser("status", help="health of every service")
+    ingest = sub.add_parser("ingest", help="ingest Calibre books or a local file")
+    ingest.add_argument("book_ids", nargs="*", type=int)
+    ingest.add_argument("--all", action="store_true", help="the whole library (up to 50 books)")
+    ingest.add_argument("--file")
+    ingest.add_argument("--title")
+    ingest.add_argument("--author")
+    ingest.add_argument("--format", default="epub", choices=["epub", "pdf"])
+    query = sub.add_parser("query", help="ask a question, print cited passages")
+    query.add_argument("text")
+    query.add_argument("--limit", type=int, default=5)
+    query.add_argument("--threshold", type=float, default=0.5)
+    args = parser.parse_args(argv)
+
+    configure_logging("cli", CommonSettings().alexandria_log_level)
+    layout = StackLayout.from_env()
+    try:
+        if args.command == "up":
+            from alexandria.launcher import Stack, run_stack
+
+            transport = "stdio" if args.stdio else "http"
+            code = asyncio.run(run_stack(Stack(layout, transport, args.host, args.port)))
+        elif args.command == "mcp":
+            os.environ.update({f"{n.upper()}_ADDR": a for n, a in layout.addresses().items()})
+            os.execv(sys.executable, [sys.executable, "-m", "gateway", "--transport", "stdio"])
+        elif args.command == "status":
+            code = asyncio.run(cmd_status(layout))
+        elif args.command == "ingest":
+            if not (args.book_ids or args.all or args.file):
+                parser.error("ingest needs book ids, --all or --file")
+            code = asyncio.run(cmd_ingest(layout, args))
+        else:
+            code = asyncio.run(cmd_query(layout, args))
+    except AlexandriaError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        code = 1
+    except KeyboardInterrupt:
+        code = 130
+    sys.exit(code)

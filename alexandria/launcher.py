@@ -1,0 +1,204 @@
+"""Bring a whole Alexandria stack up on this machine, and down again on Ctrl-C.
+
+On the embedded default three processes run: the embedder; catalog + ingest +
+query together (they share the one embedded store); and the MCP gateway. With a
+Qdrant server configured every service runs in its own process, as in
+docker-compose. Children run in their own process group so that Ctrl-C reaches
+the launcher alone, which then stops them in order: gateway, services, embedder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
+
+from alexandria.settings import REPO_ROOT, StoreSettings
+from alexandria.stack import SAMPLE_LIBRARY, SERVICE_ORDER, StackLayout, wait_all_serving
+
+log = logging.getLogger("launcher")
+
+STOP_TIMEOUT_S = 15.0
+START_TIMEOUT_S = 180.0
+
+
+@dataclass
+class Child:
+    name: str
+    argv: list[str]
+    process: asyncio.subprocess.Process | None = None
+
+
+@dataclass
+class Stack:
+    layout: StackLayout
+    transport: str = "http"        # "http" or "stdio" for the gateway
+    gateway_host: str = "127.0.0.1"
+    gateway_port: int = 8765
+    children: list[Child] = field(default_factory=list)
+
+    def environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.setdefault("HF_HUB_OFFLINE", "1")
+        env["ALEXANDRIA_DATA_DIR"] = str(self.layout.data_dir)
+        env.setdefault("CALIBRE_LIBRARY_PATH", str(SAMPLE_LIBRARY))
+        env.setdefault("LOCAL_INGEST_PATH", str(self.layout.data_dir / "inbox"))
+        for name in SERVICE_ORDER:
+            env[f"{name.upper()}_LISTEN"] = self.layout.socket(name)
+            env[f"{name.upper()}_ADDR"] = self.layout.socket(name)
+        env["GATEWAY_HOST"] = self.gateway_host
+        env["GATEWAY_PORT"] = str(self.gateway_port)
+        return env
+
+    def plan(self) -> list[Child]:
+        python = sys.executable
+        if StoreSettings().backend == "embedded":
+            groups = [["embedder"], ["catalog", "ingest", "query"]]
+        else:
+            groups = [[name] for name in SERVICE_ORDER]
+        children = [Child("+".join(g), [python, "-m", "services", *g]) for g in groups]
+        children.append(Child("gateway", [python, "-m", "gateway", "--transport", self.transport]))
+        return children
+
+    async def start(self) -> None:
+        self.layout.run_dir.mkdir(parents=True, exist_ok=True)
+        Path(self.environment()["LOCAL_INGEST_PATH"]).mkdir(parents=True, exist_ok=True)
+        if self.gateway_port == 0:
+            self.gateway_port = _free_port(self.gateway_host)
+        env = self.environment()
+        *services, gateway = self.plan()
+        for child in services:
+            await self._spawn(child, env)
+        await self._race_children(wait_all_serving(self.layout.addresses(), START_TIMEOUT_S), "start")
+        await self._spawn(gateway, env, stdio=self.transport == "stdio")
+        if self.transport == "http":
+            await self._race_children(self._wait_gateway(), "gateway start")
+
+    async def _spawn(self, child: Child, env: dict[str, str], stdio: bool = False) -> None:
+        child.process = await asyncio.create_subprocess_exec(
+            *child.argv,
+            env=env,
+            cwd=REPO_ROOT,
+            stdin=None if stdio else asyncio.subprocess.DEVNULL,
+            stdout=None if stdio else sys.stderr.fileno(),
+            start_new_session=True,
+        )
+        self.children.append(child)
+        log.info("started %s (pid %d)", child.name, child.process.pid)
+
+    @property
+    def gateway_url(self) -> str:
+        return f"http://{self.gateway_host}:{self.gateway_port}"
+
+    async def _wait_gateway(self) -> None:
+        async with httpx.AsyncClient() as client:
+            async for attempt in AsyncRetrying(
+                retry=retry_if_exception_type(httpx.TransportError),
+                wait=wait_exponential(multiplier=0.05, max=0.5),
+                stop=stop_after_delay(START_TIMEOUT_S),
+                reraise=True,
+            ):
+                with attempt:
+                    await client.get(f"{self.gateway_url}/health", timeout=5)
+
+    async def _race_children(self, awaitable, what: str) -> None:
+        """Await `awaitable` unless a child exits first, which is a failed start."""
+        task = asyncio.ensure_future(awaitable)
+        exits = [asyncio.ensure_future(c.process.wait()) for c in self.children if c.process]
+        done, _ = await asyncio.wait([task, *exits], return_when=asyncio.FIRST_COMPLETED)
+        for e in exits:
+            e.cancel()
+        if task not in done:
+            task.cancel()
+            dead = [c.name for c in self.children if c.process and c.process.returncode is not None]
+            raise RuntimeError(f"{', '.join(dead)} exited during {what}; see the log above")
+        task.result()
+
+    async def wait(self) -> int:
+        """Until Ctrl-C / SIGTERM (returns 0) or until any child exits (returns 1)."""
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        waiter = asyncio.ensure_future(stop.wait())
+        exits = {asyncio.ensure_future(c.process.wait()): c for c in self.children if c.process}
+        done, _ = await asyncio.wait([waiter, *exits], return_when=asyncio.FIRST_COMPLETED)
+        for task in [waiter, *exits]:
+            task.cancel()
+        if waiter in done:
+            return 0
+        gone = [exits[t].name for t in done if t in exits]
+        if gone == ["gateway"] and self.transport == "stdio":
+            return 0  # the MCP client closed stdin: a normal end
+        log.error("%s exited; stopping the stack", ", ".join(gone))
+        return 1
+
+    async def stop(self) -> None:
+        """Stop children in reverse start order: SIGTERM, then SIGKILL after a grace period."""
+        for child in reversed(self.children):
+            process = child.process
+            if process is None or process.returncode is not None:
+                continue
+            process.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(process.wait(), STOP_TIMEOUT_S)
+            except TimeoutError:
+                log.warning("%s did not stop in %.0f s; killing it", child.name, STOP_TIMEOUT_S)
+                process.kill()
+                await process.wait()
+            log.info("stopped %s", child.name)
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
+def mcp_config_snippet(layout: StackLayout, gateway_url: str) -> str:
+    """The .mcp.json entries for Claude Code: stdio against this running stack, or plain HTTP."""
+    alexandria = str(Path(sys.executable).with_name("alexandria"))
+    config = {
+        "mcpServers": {
+            "alexandria": {
+                "command": alexandria,
+                "args": ["mcp"],
+                "env": {"ALEXANDRIA_DATA_DIR": str(layout.data_dir)},
+            },
+            "alexandria-http": {"type": "http", "url": f"{gateway_url}/mcp"},
+        }
+    }
+    return json.dumps(config, indent=2)
+
+
+async def run_stack(stack: Stack) -> int:
+    """Start, announce, wait, stop. The announcement goes to stdout only for the HTTP transport."""
+    try:
+        await stack.start()
+    except BaseException:
+        await stack.stop()
+        raise
+    if stack.transport == "http":
+        library = stack.environment()["CALIBRE_LIBRARY_PATH"]
+        print(
+            f"Alexandria is up.\n"
+            f"  MCP (Streamable HTTP): {stack.gateway_url}/mcp\n"
+            f"  Health:                {stack.gateway_url}/health\n"
+            f"  Calibre library:       {library}\n"
+            f"  Store:                 {StoreSettings().backend} ({stack.layout.data_dir / 'store'})\n"
+            f"Add Alexandria to Claude Code's .mcp.json:\n{mcp_config_snippet(stack.layout, stack.gateway_url)}\n"
+            f"Press Ctrl-C to stop.",
+            flush=True,
+        )
+    code = await stack.wait()
+    await stack.stop()
+    return code

@@ -1,0 +1,78 @@
+"""Where the pieces of a local stack live, and how to tell whether they are up.
+
+The launcher and the CLI both use this, so a terminal command finds the services
+the launcher started without any configuration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from grpc import aio
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from alexandria.clients import channel_target
+from alexandria.settings import REPO_ROOT
+
+SAMPLE_LIBRARY = REPO_ROOT / "tests" / "fixtures" / "library"
+SERVICE_ORDER = ("embedder", "catalog", "ingest", "query")
+
+
+@dataclass(frozen=True)
+class StackLayout:
+    """Addresses of the four services: unix sockets under the data directory unless *_ADDR says otherwise."""
+
+    data_dir: Path
+
+    @classmethod
+    def from_env(cls) -> StackLayout:
+        return cls(Path(os.environ.get("ALEXANDRIA_DATA_DIR", "var")).resolve())
+
+    @property
+    def run_dir(self) -> Path:
+        return self.data_dir / "run"
+
+    def socket(self, service: str) -> str:
+        return f"unix://{self.run_dir / f'{service}.sock'}"
+
+    def address(self, service: str) -> str:
+        return os.environ.get(f"{service.upper()}_ADDR") or self.socket(service)
+
+    def addresses(self) -> dict[str, str]:
+        return {name: self.address(name) for name in SERVICE_ORDER}
+
+    @property
+    def gateway_url_file(self) -> Path:
+        return self.run_dir / "gateway.url"
+
+
+async def health_status(address: str, timeout: float = 2.0) -> str:
+    """SERVING, NOT_SERVING, or UNREACHABLE for the service at `address`."""
+    async with aio.insecure_channel(channel_target(address)) as channel:
+        try:
+            response = await health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=""), timeout=timeout
+            )
+        except aio.AioRpcError:
+            return "UNREACHABLE"
+    return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
+
+
+async def wait_until_serving(address: str, timeout: float) -> None:
+    """Follow the service's health stream until it says SERVING (no polling loop)."""
+    async with aio.insecure_channel(channel_target(address)) as channel:
+        stream = health_pb2_grpc.HealthStub(channel).Watch(
+            health_pb2.HealthCheckRequest(service=""), timeout=timeout, wait_for_ready=True
+        )
+        async for response in stream:
+            if response.status == health_pb2.HealthCheckResponse.SERVING:
+                stream.cancel()
+                return
+    raise TimeoutError(f"{address} did not become SERVING")
+
+
+async def wait_all_serving(addresses: dict[str, str], timeout: float) -> None:
+    await asyncio.gather(*(wait_until_serving(a, timeout) for a in addresses.values()))
