@@ -1,0 +1,110 @@
+"""Local files: the only paths the local-file tools may touch, and what they list.
+
+Every path is resolved (symlinks and `..` followed) before it is checked against
+the allowed roots, so a link inside a root pointing outside it is refused too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from alexandria.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from alexandria.settings import IngestSettings
+
+FORMATS = {".epub": "EPUB", ".pdf": "PDF", ".txt": "TXT", ".md": "MD", ".markdown": "MD", ".html": "HTML",
+           ".htm": "HTML", ".xhtml": "HTML"}
+BYTES_PER_MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class LocalFile:
+    name: str
+    size_mb: float
+    format: str
+    full_path: str
+
+
+def file_format(path: Path) -> str:
+    """EPUB, PDF, TXT, MD or HTML by extension; InvalidArgument for anything else."""
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        supported = ", ".join(sorted(set(FORMATS.values())))
+        raise InvalidArgument(f"Unsupported file format '{path.suffix or path.name}': supported formats are {supported}.")
+    return fmt
+
+
+@dataclass(frozen=True)
+class LocalRoots:
+    roots: tuple[Path, ...]
+    max_file_bytes: int
+
+    @classmethod
+    def from_settings(cls, settings: IngestSettings) -> LocalRoots:
+        configured = [settings.local_ingest_path, *settings.local_ingest_extra_roots]
+        roots = tuple(p.expanduser().resolve() for p in configured if p is not None)
+        return cls(roots, int(settings.ingest_max_file_mb * BYTES_PER_MB))
+
+    def _describe(self) -> str:
+        return ", ".join(str(r) for r in self.roots)
+
+    def _resolve(self, raw: str) -> Path:
+        if not self.roots:
+            raise FailedPrecondition(
+                "No local folder is configured: set LOCAL_INGEST_PATH (and optionally LOCAL_INGEST_EXTRA_ROOTS) "
+                "to the folders Alexandria may read."
+            )
+        if "\x00" in raw:
+            raise InvalidArgument("The path contains a NUL character.")
+        candidate = Path(raw).expanduser()
+        if not candidate.is_absolute():
+            candidate = self.roots[0] / candidate
+        resolved = candidate.resolve()
+        if not any(resolved == root or resolved.is_relative_to(root) for root in self.roots):
+            raise PermissionDenied(
+                f"Permission denied: '{raw}' is outside the allowed folders ({self._describe()}). "
+                "Move the file into one of them or add its folder to LOCAL_INGEST_EXTRA_ROOTS."
+            )
+        return resolved
+
+    def directory(self, raw: str | None) -> Path:
+        """The folder to browse: the first root when none is given."""
+        path = self._resolve(raw) if raw else self._resolve(str(self.roots[0]) if self.roots else "")
+        if not path.exists():
+            raise NotFound(f"Folder not found: {path}")
+        if not path.is_dir():
+            raise InvalidArgument(f"Not a folder: {path}; pass a folder to browse, or use alexandria_ingest_file.")
+        return path
+
+    def file(self, raw: str) -> tuple[Path, str]:
+        """A readable, supported, not-too-large file inside the roots, with its format."""
+        if not raw or not raw.strip():
+            raise InvalidArgument("file_path is empty: pass the path of an EPUB, PDF, TXT, MD or HTML file.")
+        path = self._resolve(raw.strip())
+        if not path.exists():
+            raise NotFound(f"File not found: {path}. Use alexandria_browse_local to list the files available.")
+        if not path.is_file():
+            raise InvalidArgument(f"Not a file: {path}.")
+        fmt = file_format(path)
+        size = path.stat().st_size
+        if size > self.max_file_bytes:
+            raise InvalidArgument(
+                f"{path.name} is {size / BYTES_PER_MB:.1f} MB, over the {self.max_file_bytes / BYTES_PER_MB:.0f} MB "
+                "limit (INGEST_MAX_FILE_MB)."
+            )
+        return path, fmt
+
+    def browse(self, raw: str | None, recursive: bool) -> tuple[Path, list[LocalFile]]:
+        folder = self.directory(raw)
+        candidates = folder.rglob("*") if recursive else folder.iterdir()
+        files = []
+        for path in sorted(candidates):
+            if path.suffix.lower() not in FORMATS or not path.is_file():
+                continue
+            try:
+                real = self._resolve(str(path))
+            except PermissionDenied:
+                continue  # a link leading out of the roots is not offered
+            files.append(LocalFile(path.name, round(real.stat().st_size / BYTES_PER_MB, 3),
+                                   FORMATS[path.suffix.lower()], str(path)))
+        return folder, files

@@ -1,0 +1,87 @@
+"""The writer stage: the only code that puts books into, and takes them out of, the store.
+
+A book's points are upserted with `complete` false and become visible to queries
+only when one final update flips them all to true. Leftovers of an earlier
+attempt that died half-way are deleted before writing, so a retry starts clean.
+Already-ingested books are found by book key (never by title) and refused.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from alexandria.errors import AlreadyExists, FailedPrecondition, NotFound
+from alexandria.store import Filter, Store, StoredPoint
+from alexandria.store import schema as f
+
+# Fixed namespace: a point's id is a pure function of its book key and place in the book.
+POINT_NAMESPACE = uuid.UUID("5f0c4a6e-2f7e-4a57-9a39-0a7e1c1d2b33")
+UPSERT_BATCH = 256
+
+
+def point_id(book_key: str, level: str, index: int) -> str:
+    """Deterministic point id: the same book cut the same way always gets the same ids."""
+    return str(uuid.uuid5(POINT_NAMESPACE, f"{book_key}/{level}/{index}"))
+
+
+@dataclass(frozen=True)
+class RemovedBook:
+    book_key: str
+    title: str
+    author: str
+    points: int
+
+
+class BookWriter:
+    def __init__(self, store: Store, collection: str) -> None:
+        self.store = store
+        self.collection = collection
+
+    def ensure_collection(self, dimension: int, model: str) -> None:
+        """Create the collection for this model, or refuse one whose vectors another model made."""
+        info = self.store.collection_info(self.collection)
+        if info is None:
+            self.store.ensure_collection(self.collection, dimension, {"model": model, "dimension": dimension})
+            return
+        recorded_model = info.metadata.get("model")
+        recorded_dim = info.metadata.get("dimension", info.vector_size)
+        if recorded_model not in (None, model) or recorded_dim != dimension:
+            raise FailedPrecondition(
+                f"Collection '{self.collection}' holds vectors of {recorded_model} ({recorded_dim} dims) but the "
+                f"embedder runs {model} ({dimension} dims); use another collection or the same model."
+            )
+
+    def _book(self, book_key: str, **more: object) -> Filter:
+        return Filter(must={f.BOOK_KEY: book_key, **more})
+
+    def refuse_if_ingested(self, book_key: str, title: str) -> None:
+        if self.store.collection_info(self.collection) is None:
+            return
+        if self.store.count(self.collection, self._book(book_key, **{f.COMPLETE: True})):
+            raise AlreadyExists(
+                f"Book already ingested: '{title}' is in collection '{self.collection}'. "
+                "Remove it first (alexandria_remove) to ingest it again with other parameters."
+            )
+
+    def write(self, book_key: str, points: list[StoredPoint]) -> int:
+        """Write every point invisibly, then make the whole book visible at once."""
+        self.store.delete(self.collection, self._book(book_key, **{f.COMPLETE: False}))
+        for start in range(0, len(points), UPSERT_BATCH):
+            self.store.upsert(self.collection, points[start : start + UPSERT_BATCH])
+        self.store.set_payload(self.collection, self._book(book_key), {f.COMPLETE: True})
+        return len(points)
+
+    def find_book_key(self, where: Filter, what: str) -> tuple[str, str, str]:
+        """(book key, title, author) of the one book matching `where`, or NotFound naming `what`."""
+        if self.store.collection_info(self.collection) is None:
+            raise NotFound(f"Collection '{self.collection}' does not exist: nothing has been ingested into it.")
+        records = self.store.scroll(self.collection, where, limit=1)
+        if not records:
+            raise NotFound(f"No ingested book matches {what} in collection '{self.collection}'.")
+        payload = records[0].payload
+        return payload[f.BOOK_KEY], payload.get(f.BOOK_TITLE, ""), payload.get(f.AUTHOR, "")
+
+    def remove(self, book_key: str, title: str, author: str) -> RemovedBook:
+        removed = self.store.delete(self.collection, self._book(book_key))
+        return RemovedBook(book_key, title, author, removed)

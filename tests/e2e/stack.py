@@ -1,0 +1,74 @@
+"""A real Alexandria stack for end-to-end tests: `alexandria up` as a subprocess.
+
+Real service processes, real gRPC over unix sockets, the real embedded store in a
+temporary data directory, the real small model, the MCP gateway on HTTP.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+START_TIMEOUT_S = 240
+
+
+@dataclass
+class RunningStack:
+    process: subprocess.Popen
+    data_dir: Path
+    url: str
+    env: dict[str, str]
+    output: list[str] = field(default_factory=list)
+
+    @property
+    def mcp_url(self) -> str:
+        return f"{self.url}/mcp"
+
+    def stop(self, sig: int = signal.SIGINT, timeout: float = 60) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        return self.process.wait(timeout)
+
+
+def start_stack(data_dir: Path, library: Path, inbox: Path | None = None, extra_env: dict | None = None) -> RunningStack:
+    """Start `alexandria up --port 0` and return once it announces the gateway URL."""
+    env = {
+        **os.environ,
+        "ALEXANDRIA_DATA_DIR": str(data_dir),
+        "CALIBRE_LIBRARY_PATH": str(library),
+        "HF_HUB_OFFLINE": "1",
+        "ALEXANDRIA_LOG_LEVEL": "WARNING",
+        **(extra_env or {}),
+    }
+    if inbox is not None:
+        env["LOCAL_INGEST_PATH"] = str(inbox)
+    for var in ("QDRANT_HOST", "QDRANT_URL", "QDRANT_LOCAL_PATH"):
+        env.pop(var, None)
+    alexandria = Path(sys.executable).with_name("alexandria")
+    process = subprocess.Popen(
+        [str(alexandria), "up", "--port", "0"], env=env, stdout=subprocess.PIPE, stderr=None, text=True,
+    )
+    announced = threading.Event()
+    found: dict[str, str] = {}
+    lines: list[str] = []
+
+    def read_stdout() -> None:
+        for line in process.stdout:
+            lines.append(line)
+            match = re.search(r"MCP \(Streamable HTTP\):\s+(\S+)/mcp", line)
+            if match:
+                found["url"] = match.group(1)
+                announced.set()
+        announced.set()
+
+    threading.Thread(target=read_stdout, daemon=True).start()
+    if not announced.wait(START_TIMEOUT_S) or "url" not in found:
+        process.kill()
+        raise RuntimeError(f"the stack did not come up; its output:\n{''.join(lines)}")
+    return RunningStack(process, data_dir, found["url"], env, lines)
