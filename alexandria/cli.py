@@ -20,15 +20,15 @@ from collections.abc import AsyncIterator
 from alexandria.clients import ServiceClient
 from alexandria.errors import AlexandriaError
 from alexandria.logs import configure_logging
-from alexandria.settings import ClientSettings, CommonSettings
+from alexandria.progress import progress_bar
+from alexandria.settings import ClientSettings, CommonSettings, GatewaySettings
 from alexandria.stack import StackLayout, health_status
 from alexandria.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
 
 
-def _progress_bar(progress: common_pb2.Progress, width: int = 30) -> str:
-    fraction = progress.done / progress.total if progress.total else 0.0
-    filled = int(width * fraction)
-    return f"\r[{'█' * filled}{'░' * (width - filled)}] {fraction:4.0%} {progress.stage:<8} {progress.message[:60]:<60}"
+def _progress_line(progress: common_pb2.Progress) -> str:
+    bar = progress_bar(progress.done / progress.total if progress.total else 0.0, width=30)
+    return f"\r{bar} {progress.stage:<8} {progress.message[:60]:<60}"
 
 
 async def _follow(events: AsyncIterator, result_field: str):
@@ -37,7 +37,7 @@ async def _follow(events: AsyncIterator, result_field: str):
     async for event in events:
         kind = event.WhichOneof("event")
         if kind == "progress":
-            print(_progress_bar(event.progress), end="", file=sys.stderr, flush=True)
+            print(_progress_line(event.progress), end="", file=sys.stderr, flush=True)
         elif kind == "row":
             row = event.row
             status = ingest_pb2.BatchStatus.Name(row.status).removeprefix("BATCH_STATUS_").lower()
@@ -104,8 +104,9 @@ def main(argv: list[str] | None = None) -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="start the whole stack")
     up.add_argument("--stdio", action="store_true", help="serve MCP on stdio instead of HTTP")
-    up.add_argument("--port", type=int, default=int(os.environ.get("GATEWAY_PORT", 8765)))
-    up.add_argument("--host", default=os.environ.get("GATEWAY_HOST", "127.0.0.1"))
+    gateway = GatewaySettings()
+    up.add_argument("--port", type=int, default=gateway.gateway_port, help="0 = any free port")
+    up.add_argument("--host", default=gateway.gateway_host)
     sub.add_parser("mcp", help="MCP gateway on stdio against a running stack")
     sub.add_parser("status", help="health of every service")
     ingest = sub.add_parser("ingest", help="ingest Calibre books or a local file")

@@ -6,7 +6,8 @@ every call, bounded jittered retries for UNAVAILABLE only, and typed exceptions
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -14,7 +15,7 @@ import numpy as np
 from grpc import aio
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from alexandria.errors import from_rpc_error
+from alexandria.errors import InternalError, from_rpc_error
 from alexandria.grpc_server import MAX_MESSAGE_BYTES
 from alexandria.settings import ClientSettings
 from alexandria.v1 import embedder_pb2, embedder_pb2_grpc
@@ -100,11 +101,21 @@ class ServiceClient:
         await self.channel.close()
 
 
+@dataclass(frozen=True)
+class EmbeddedTexts:
+    """Vectors for a list of texts, in input order, and how many texts the model truncated."""
+
+    vectors: np.ndarray  # (count, dimension) float32, L2-normalised
+    truncated: int
+
+
 class EmbedderClient(ServiceClient):
     """The embedder's client, decoding packed float32 vectors into numpy arrays."""
 
-    def __init__(self, address: str, settings: ClientSettings) -> None:
+    def __init__(self, address: str, settings: ClientSettings, stream_chunk: int = 512) -> None:
         super().__init__("embedder", address, embedder_pb2_grpc.EmbedderServiceStub, settings)
+        # Texts per message; the server refuses more than 4096 in one message.
+        self.stream_chunk = stream_chunk
 
     async def model_info(self) -> embedder_pb2.ModelInfo:
         return await self.call("GetModelInfo", embedder_pb2.GetModelInfoRequest())
@@ -118,6 +129,32 @@ class EmbedderClient(ServiceClient):
     async def embed_query(self, text: str) -> np.ndarray:
         response = await self.embed([text], kind=embedder_pb2.EMBED_KIND_QUERY)
         return decode_vectors(response)[0]
+
+    async def embed_many(
+        self, texts: Sequence[str], kind: int = embedder_pb2.EMBED_KIND_PASSAGE
+    ) -> EmbeddedTexts:
+        """Embed any number of texts: one call when they fit a message, else EmbedStream in slices."""
+        if len(texts) <= self.stream_chunk:
+            response = await self.embed(list(texts), kind=kind)
+            return EmbeddedTexts(decode_vectors(response), response.truncated)
+        # A list, not a generator: a retry after UNAVAILABLE sends the same requests again.
+        requests = [
+            embedder_pb2.EmbedRequest(
+                texts=texts[start : start + self.stream_chunk], kind=kind, sequence=sequence
+            )
+            for sequence, start in enumerate(range(0, len(texts), self.stream_chunk))
+        ]
+        parts: dict[int, np.ndarray] = {}
+        truncated = 0
+        async for response in self.stream("EmbedStream", requests):
+            parts[response.sequence] = decode_vectors(response)
+            truncated += response.truncated
+        if len(parts) != len(requests):
+            raise InternalError(
+                f"The embedder answered {len(parts)} of {len(requests)} slices of a stream; retry the call."
+            )
+        vectors = np.concatenate([parts[sequence] for sequence in range(len(requests))])
+        return EmbeddedTexts(vectors, truncated)
 
 
 def decode_vectors(response: embedder_pb2.EmbedResponse) -> np.ndarray:

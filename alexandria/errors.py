@@ -87,6 +87,9 @@ _BY_CODE: dict[grpc.StatusCode, type[AlexandriaError]] = {
     )
 }
 
+OWN_SERVICES_PREFIX = "/alexandria."
+# Trailing metadata marking a status as a domain error whose message is meant for the caller.
+DOMAIN_ERROR_KEY = "alexandria-domain-error"
 INTERNAL_MESSAGE = "Internal error in the {service} service; the details are in its log."
 
 
@@ -95,13 +98,23 @@ def from_rpc_error(error: grpc.RpcError, target: str) -> AlexandriaError:
     code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
     details = error.details() if hasattr(error, "details") else None
     cls = _BY_CODE.get(code, InternalError)
+    if _raised_by_a_service(error) and details:
+        return cls(details)
     if code == grpc.StatusCode.UNAVAILABLE:
-        return Unavailable(f"The {target} service is unavailable; check that it is running. ({details or code.name})")
+        # The details name peer addresses: they go to the log, never to the caller.
+        log.warning("%s unavailable: %s", target, details)
+        return Unavailable(f"The {target} service is unavailable; check that it is running.")
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return DeadlineExceeded(f"The {target} service did not answer in time; try again or raise the deadline.")
     if cls is InternalError or not details:
         return InternalError(INTERNAL_MESSAGE.format(service=target))
     return cls(details)
+
+
+def _raised_by_a_service(error: grpc.RpcError) -> bool:
+    """True when the status carries a domain error's message rather than the transport's own detail."""
+    metadata = error.trailing_metadata() if hasattr(error, "trailing_metadata") else None
+    return any(key == DOMAIN_ERROR_KEY for key, _ in metadata or ())
 
 
 class ErrorMappingInterceptor(aio.ServerInterceptor):
@@ -116,9 +129,10 @@ class ErrorMappingInterceptor(aio.ServerInterceptor):
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
         handler = await continuation(handler_call_details)
-        if handler is None:
-            return handler
         method = handler_call_details.method
+        # Only Alexandria's own services raise domain errors; health and reflection are left as they are.
+        if handler is None or not method.startswith(OWN_SERVICES_PREFIX):
+            return handler
         if handler.unary_unary:
             return grpc.unary_unary_rpc_method_handler(
                 self._wrap_unary(handler.unary_unary, method),
@@ -142,7 +156,7 @@ class ErrorMappingInterceptor(aio.ServerInterceptor):
     async def _abort(self, context: aio.ServicerContext, method: str, exc: BaseException) -> None:
         if isinstance(exc, AlexandriaError):
             log.info("%s -> %s: %s", method, exc.code.name, exc.message)
-            await context.abort(exc.code, exc.message)
+            await context.abort(exc.code, exc.message, trailing_metadata=((DOMAIN_ERROR_KEY, exc.code.name),))
         log.exception("unexpected error in %s", method, exc_info=exc)
         await context.abort(grpc.StatusCode.INTERNAL, INTERNAL_MESSAGE.format(service=self._service))
 

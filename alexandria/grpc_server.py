@@ -62,6 +62,8 @@ class ServiceServer:
     on_stop: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     async def start(self) -> None:
+        # The stock servicer starts "" as SERVING and named services unknown: say NOT_SERVING until ready.
+        await self.health.set_serving(False)
         await self.server.start()
         log.info("%s listening on %s", self.name, self.address)
         for callback in self.on_start:

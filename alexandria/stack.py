@@ -49,16 +49,21 @@ class StackLayout:
         return self.run_dir / "gateway.url"
 
 
-async def health_status(address: str, timeout: float = 2.0) -> str:
-    """SERVING, NOT_SERVING, or UNREACHABLE for the service at `address`."""
-    async with aio.insecure_channel(channel_target(address)) as channel:
-        try:
-            response = await health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(service=""), timeout=timeout
-            )
-        except aio.AioRpcError:
-            return "UNREACHABLE"
+async def check_health(channel: aio.Channel, timeout: float = 2.0) -> str:
+    """SERVING, NOT_SERVING, or UNREACHABLE for the service behind `channel`."""
+    try:
+        response = await health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(service=""), timeout=timeout
+        )
+    except aio.AioRpcError:
+        return "UNREACHABLE"
     return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
+
+
+async def health_status(address: str, timeout: float = 2.0) -> str:
+    """`check_health` over a short-lived channel to `address`."""
+    async with aio.insecure_channel(channel_target(address)) as channel:
+        return await check_health(channel, timeout)
 
 
 async def wait_until_serving(address: str, timeout: float) -> None:

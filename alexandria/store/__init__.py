@@ -7,6 +7,7 @@ same behaviour, kept honest by tests/store/test_store_contract.py:
 - server: qdrant-client against a Qdrant server (or qdrant-client's local mode).
 """
 
+from alexandria.store.factory import open_store
 from alexandria.store.model import (
     CollectionInfo,
     Filter,
@@ -16,7 +17,6 @@ from alexandria.store.model import (
     Store,
     StoredPoint,
 )
-from alexandria.store.factory import open_store
 
 __all__ = [
     "CollectionInfo",

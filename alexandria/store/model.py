@@ -2,13 +2,44 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
+from alexandria.errors import InvalidArgument
+from alexandria.store import schema
+
 DENSE = "dense"
 SPARSE = "lexical"
+
+# A collection is a directory in the embedded store, so its name must be a safe file name
+# (no dots: no "..", no clash with the metadata files kept beside the shards).
+_COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+
+
+def is_collection_name(name: str) -> bool:
+    """Whether `name` can name a collection on every backend."""
+    return _COLLECTION_NAME.fullmatch(name) is not None
+
+
+def check_collection_name(name: str) -> str:
+    """Return `name` when it can name a collection on every backend, else raise InvalidArgument."""
+    if not is_collection_name(name):
+        raise InvalidArgument(
+            f"Invalid collection name {name!r}: use 1 to 64 letters, digits, '_' or '-', starting with a letter or digit."
+        )
+    return name
+
+
+def check_facet_key(key: str) -> str:
+    """Return `key` when its values can be counted (a keyword index exists on it), else raise InvalidArgument."""
+    if key not in schema.KEYWORD_INDEXES:
+        raise InvalidArgument(
+            f"Cannot count the values of '{key}': facets work on {', '.join(schema.KEYWORD_INDEXES)}."
+        )
+    return key
 
 
 @dataclass(frozen=True)
@@ -29,10 +60,33 @@ class StoredPoint:
 
 @dataclass(frozen=True)
 class Filter:
-    """Conjunction of exact matches: every key must equal its value (a list value: any of them)."""
+    """Conjunction of exact matches: every key must equal its value (a list value: any of them).
+
+    `must_not` excludes points whose key equals its value (a list value: any of them).
+    `text` matches words inside a text field (schema.TEXT_INDEXES): every word of the value
+    must be a whole word of the field, case-insensitively, so {"author": "austen"} matches
+    "Jane Austen" (accents are folded too, except in qdrant-client's local mode).
+    Values are str, int or bool; list values hold str or int.
+    """
 
     must: dict[str, Any] = field(default_factory=dict)
     must_not: dict[str, Any] = field(default_factory=dict)
+    text: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for key, value in (*self.must.items(), *self.must_not.items()):
+            if isinstance(value, list):
+                if not all(isinstance(item, (str, int)) and not isinstance(item, bool) for item in value):
+                    raise InvalidArgument(
+                        f"Filter on '{key}': a list matches str or int values only, got {value!r}."
+                    )
+            elif not isinstance(value, (str, int)):
+                raise InvalidArgument(
+                    f"Filter on '{key}': match a str, int, bool or a list of them, not {value!r}."
+                )
+        for key, words in self.text.items():
+            if not isinstance(words, str) or not words.strip():
+                raise InvalidArgument(f"Text filter on '{key}' needs some words to match, got {words!r}.")
 
 
 @dataclass(frozen=True)
@@ -86,7 +140,8 @@ class Store(Protocol):
         self, collection: str, where: Filter | None, limit: int, with_vectors: bool = False
     ) -> list[PointRecord]: ...
 
-    def retrieve(self, collection: str, ids: list[str], with_vectors: bool = False) -> list[PointRecord]: ...
+    def retrieve(self, collection: str, ids: list[str], with_vectors: bool = False) -> list[PointRecord]:
+        """The points with these ids, in the order of `ids`; ids not in the store are left out."""
 
     def facet_counts(self, collection: str, key: str, where: Filter | None = None, limit: int = 100000) -> dict[Any, int]:
         """Distinct values of a keyword payload field with their point counts."""

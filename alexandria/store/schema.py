@@ -51,3 +51,5 @@ INGESTED_AT = "ingested_at"    # ISO 8601 UTC
 KEYWORD_INDEXES = (BOOK_KEY, LEVEL, LANGUAGE, AUTHORS, FILE_PATH, PARENT_ID, FORMAT)
 INTEGER_INDEXES = (CALIBRE_ID, SEQUENCE_INDEX, CHAPTER_INDEX)
 BOOL_INDEXES = (COMPLETE,)
+# word-matched (Filter.text): lowercased, accents folded, so "austen" finds "Jane Austen"
+TEXT_INDEXES = (AUTHOR,)

@@ -1,0 +1,43 @@
+"""What both backends do alike: dense vectors in and out, and the errors they raise the same way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from alexandria.errors import FailedPrecondition, NotFound
+from alexandria.store.model import DENSE, CollectionInfo
+
+
+def dense_list(vector: np.ndarray) -> list[float]:
+    """A dense vector as the float list both Qdrant APIs take."""
+    return np.asarray(vector, dtype=np.float32).tolist()
+
+
+def vector_selector(with_vectors: bool) -> list[str] | bool:
+    """Ask for the dense vector only: callers never need the lexical one back."""
+    return [DENSE] if with_vectors else False
+
+
+def dense_from(vectors: Any) -> np.ndarray | None:
+    """The dense vector of a returned point as float32, or None when vectors were not asked for."""
+    if not vectors:
+        return None
+    return np.asarray(vectors[DENSE], dtype=np.float32)
+
+
+def collection_not_found(collection: str) -> NotFound:
+    """The error of every read or write on a collection that does not exist."""
+    return NotFound(f"Collection '{collection}' does not exist; ingest a book into it first.")
+
+
+def check_dimension(info: CollectionInfo, dimension: int, metadata: dict[str, Any]) -> CollectionInfo:
+    """Return `info` when its vectors have `dimension` floats, else refuse naming both models."""
+    if info.vector_size != dimension:
+        raise FailedPrecondition(
+            f"Collection '{info.name}' holds {info.vector_size}-dimensional vectors "
+            f"(model {info.metadata.get('model', 'unknown')}), but {dimension}-dimensional ones were offered "
+            f"(model {metadata.get('model', 'unknown')}); use another collection or the model that made it."
+        )
+    return info

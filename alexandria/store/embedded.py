@@ -1,0 +1,421 @@
+"""The embedded backend: Qdrant's engine in this process (qdrant-edge), no server to run.
+
+Layout: one EdgeShard per collection in `<root>/<collection>/`, and beside it
+`<root>/<collection>.json` holding what a shard cannot: the dense vector size and the
+collection metadata (which model made the vectors), written atomically right after the
+shard is created.
+
+One process at a time: every shard keeps its write-ahead log locked while open, and the
+WAL stays enabled so that a second process opening the same store fails instead of
+corrupting it. `EmbeddedStore.open` loads every shard at once, so the second opener fails
+at start with a FailedPrecondition naming the path, not later on some query.
+
+Optimize policy. EdgeShard builds HNSW indexes and merges segments only inside
+`optimize()`, which blocks until done, and qdrant-edge 0.9 holds the GIL throughout
+(measured: a Python thread that ticks every millisecond saw a single gap as long as the
+whole optimize; queries and updates hold it too, so two threads querying at once run one
+after the other, correctly). An optimize on a background thread is therefore safe, but
+it pauses every other Python thread of the process, the gRPC event loops included, for
+its duration. So the policy is to keep each optimize small and most of them empty:
+- points land in an unindexed segment; it is searched by brute force, which is
+  sub-millisecond below `_INDEXING_THRESHOLD_KB` (about 6,500 vectors of 384 floats);
+  optimize() after a book that leaves it below the threshold returns at once;
+- once it passes the threshold, optimize() indexes that segment alone (~4 s for
+  6,500 vectors of 384 floats on 2 busy cores);
+- up to `_SEGMENTS` segments are kept before the smallest are merged, and merged
+  segments stop growing at `_MAX_SEGMENT_KB`, which bounds the longest pause. With the
+  engine's defaults (segments = CPU count, no size cap) every indexing step merged into
+  one big segment and re-indexed everything: the pauses grew with the library (23 s at
+  14,000 points); with these settings they stayed flat (2-5 s up to 60,000 points).
+One optimize runs at a time; a caller arriving meanwhile waits, then usually finds
+nothing left to do. Queries never need optimize to be correct, only to be fast.
+
+Status is always "green": optimize() is synchronous and holds the process while it runs,
+so no caller in this process can observe a collection mid-optimisation.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import qdrant_edge as edge
+
+from alexandria.errors import FailedPrecondition, Unavailable
+from alexandria.store import schema
+from alexandria.store.common import (
+    check_dimension,
+    collection_not_found,
+    dense_from,
+    dense_list,
+    vector_selector,
+)
+from alexandria.store.model import (
+    DENSE,
+    SPARSE,
+    CollectionInfo,
+    Filter,
+    Hit,
+    PointRecord,
+    SparseVector,
+    StoredPoint,
+    check_collection_name,
+    check_facet_key,
+    is_collection_name,
+)
+
+log = logging.getLogger(__name__)
+
+_INDEXING_THRESHOLD_KB = 10_000
+_SEGMENTS = 8
+_MAX_SEGMENT_KB = 100_000
+# What FusionQuery(fusion=RRF) uses on a Qdrant server, so both backends rank alike.
+_RRF_K = 2
+
+_KEYWORD_INDEX = edge.PayloadSchemaType.Keyword
+_INTEGER_INDEX = edge.PayloadSchemaType.Integer
+_BOOL_INDEX = edge.PayloadSchemaType.Bool
+# The word tokenizer and folding mirror what Filter.text promises: "austen" matches "Jane Austen".
+_TEXT_INDEX = edge.TextIndexParams(tokenizer=edge.TokenizerType.Word, lowercase=True, ascii_folding=True)
+
+
+class EmbeddedStore:
+    """`Store` over qdrant-edge shards under one directory, owned by this process alone."""
+
+    backend = "embedded"
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+        self._shards: dict[str, edge.EdgeShard] = {}
+        self._closed = False
+        # Re-entrant: ensure_collection holds it while looking a shard up, which may load one.
+        self._shards_lock = threading.RLock()
+        self._optimize_lock = threading.Lock()
+
+    @classmethod
+    def open(cls, root: Path) -> EmbeddedStore:
+        """Open the store at `root` (created if missing) and every collection in it."""
+        root.mkdir(parents=True, exist_ok=True)
+        store = cls(root)
+        started = time.perf_counter()
+        try:
+            for shard_dir in sorted(root.iterdir()):
+                if shard_dir.is_dir() and is_collection_name(shard_dir.name):
+                    store._shard(shard_dir.name)
+        except BaseException:
+            store.close()
+            raise
+        log.info(
+            "embedded store at %s: %d collection(s) opened in %.2f s",
+            root,
+            len(store._shards),
+            time.perf_counter() - started,
+        )
+        return store
+
+    # collections
+
+    def collection_info(self, collection: str) -> CollectionInfo | None:
+        """None when the collection does not exist."""
+        shard = self._find_shard(collection)
+        return None if shard is None else self._info(collection, shard)
+
+    def ensure_collection(self, collection: str, dimension: int, metadata: dict[str, Any]) -> CollectionInfo:
+        """Create the collection (dense cosine + sparse lexical with IDF, payload indexes), or return it."""
+        with self._shards_lock:
+            shard = self._find_shard(collection)
+            if shard is None:
+                shard = self._create_shard(collection, dimension, metadata)
+        info = check_dimension(self._info(collection, shard), dimension, metadata)
+        # Idempotent, and it gives collections made before an index was added to schema.py that index.
+        for field_name, index in _payload_indexes():
+            shard.update(edge.UpdateOperation.create_field_index(field_name, index))
+        return info
+
+    # writes
+
+    def upsert(self, collection: str, points: list[StoredPoint]) -> None:
+        """Insert or replace these points (same id: replaced whole)."""
+        if points:
+            self._shard(collection).update(
+                edge.UpdateOperation.upsert_points([_to_edge_point(p) for p in points])
+            )
+
+    def set_payload(self, collection: str, where: Filter, payload: dict[str, Any]) -> None:
+        """Merge `payload` into every point matching `where`."""
+        self._shard(collection).update(
+            edge.UpdateOperation.set_payload_by_filter(_to_edge_filter(where), payload)
+        )
+
+    def delete(self, collection: str, where: Filter) -> int:
+        """Delete matching points; return how many there were."""
+        shard = self._shard(collection)
+        condition = _to_edge_filter(where)
+        matching = shard.count(edge.CountRequest(exact=True, filter=condition))
+        if matching:
+            shard.update(edge.UpdateOperation.delete_points_by_filter(condition))
+        return matching
+
+    def optimize(self, collection: str) -> None:
+        """Index and merge segments now; blocks, and pauses the process's Python threads (module docstring)."""
+        shard = self._shard(collection)
+        with self._optimize_lock:
+            started = time.perf_counter()
+            if shard.optimize():
+                log.info("optimized %s in %.2f s", collection, time.perf_counter() - started)
+
+    # reads
+
+    def count(self, collection: str, where: Filter | None = None) -> int:
+        """Exact number of points matching `where` (all points when None)."""
+        return self._shard(collection).count(edge.CountRequest(exact=True, filter=_to_edge_filter(where)))
+
+    def scroll(
+        self, collection: str, where: Filter | None, limit: int, with_vectors: bool = False
+    ) -> list[PointRecord]:
+        """Up to `limit` points matching `where`, in id order."""
+        records, _next_offset = self._shard(collection).scroll(
+            edge.ScrollRequest(
+                limit=limit,
+                filter=_to_edge_filter(where),
+                with_payload=True,
+                with_vector=vector_selector(with_vectors),
+            )
+        )
+        return [_to_record(r) for r in records]
+
+    def retrieve(self, collection: str, ids: list[str], with_vectors: bool = False) -> list[PointRecord]:
+        """The points with these ids, in the order of `ids`; ids not in the store are left out."""
+        if not ids:
+            return []
+        records = self._shard(collection).retrieve(
+            ids, with_payload=True, with_vector=vector_selector(with_vectors)
+        )
+        return [_to_record(r) for r in records]
+
+    def facet_counts(
+        self, collection: str, key: str, where: Filter | None = None, limit: int = 100000
+    ) -> dict[Any, int]:
+        """Distinct values of a keyword payload field with their point counts."""
+        response = self._shard(collection).facet(
+            edge.FacetRequest(check_facet_key(key), limit=limit, exact=True, filter=_to_edge_filter(where))
+        )
+        return {hit.value: hit.count for hit in response}
+
+    def query_dense(
+        self,
+        collection: str,
+        vector: np.ndarray,
+        where: Filter | None,
+        limit: int,
+        with_vectors: bool = False,
+    ) -> list[Hit]:
+        """Nearest points by cosine similarity of the dense vectors."""
+        return self._query(
+            collection, edge.Query.Nearest(dense_list(vector), using=DENSE), where, limit, with_vectors
+        )
+
+    def query_sparse(
+        self,
+        collection: str,
+        vector: SparseVector,
+        where: Filter | None,
+        limit: int,
+        with_vectors: bool = False,
+    ) -> list[Hit]:
+        """Best points by lexical (BM25 with the collection's IDF) score; none for an empty vector."""
+        return self._query(
+            collection, edge.Query.Nearest(_to_edge_sparse(vector), using=SPARSE), where, limit, with_vectors
+        )
+
+    def query_hybrid(
+        self,
+        collection: str,
+        dense: np.ndarray,
+        sparse: SparseVector,
+        where: Filter | None,
+        limit: int,
+        prefetch_limit: int,
+        with_vectors: bool = False,
+    ) -> list[Hit]:
+        """One engine query: dense and sparse prefetches (filtered alike) fused with RRF."""
+        prefetches = [
+            edge.Prefetch(limit=prefetch_limit, query=edge.Query.Nearest(dense_list(dense), using=DENSE)),
+            edge.Prefetch(
+                limit=prefetch_limit, query=edge.Query.Nearest(_to_edge_sparse(sparse), using=SPARSE)
+            ),
+        ]
+        return self._query(collection, edge.Fusion.Rrf(k=_RRF_K), where, limit, with_vectors, prefetches)
+
+    def close(self) -> None:
+        """Flush and close every shard, releasing their locks; later calls raise Unavailable."""
+        with self._shards_lock:
+            self._closed = True
+            shards, self._shards = self._shards, {}
+        for shard in shards.values():
+            shard.close()
+
+    # internals
+
+    def _query(
+        self,
+        collection: str,
+        query: Any,
+        where: Filter | None,
+        limit: int,
+        with_vectors: bool,
+        prefetches: list[edge.Prefetch] | None = None,
+    ) -> list[Hit]:
+        # A filter on the request also applies inside its prefetches, so both candidate lists obey it.
+        points = self._shard(collection).query(
+            edge.QueryRequest(
+                limit=limit,
+                query=query,
+                prefetches=prefetches,
+                filter=_to_edge_filter(where),
+                with_payload=True,
+                with_vector=vector_selector(with_vectors),
+            )
+        )
+        return [
+            Hit(id=str(p.id), score=p.score, payload=p.payload or {}, dense=dense_from(p.vector))
+            for p in points
+        ]
+
+    def _shard(self, collection: str) -> edge.EdgeShard:
+        shard = self._find_shard(collection)
+        if shard is None:
+            raise collection_not_found(collection)
+        return shard
+
+    def _find_shard(self, collection: str) -> edge.EdgeShard | None:
+        check_collection_name(collection)
+        shard = self._shards.get(collection)
+        if shard is not None:
+            return shard
+        if self._closed:
+            raise Unavailable(
+                f"The store at {self._root} is closed (the service is shutting down); try again."
+            )
+        path = self._root / collection
+        if not path.is_dir():
+            return None
+        with self._shards_lock:
+            if collection not in self._shards:
+                self._shards[collection] = self._open_shard(path, lambda: edge.EdgeShard.load(str(path)))
+            return self._shards[collection]
+
+    def _create_shard(self, collection: str, dimension: int, metadata: dict[str, Any]) -> edge.EdgeShard:
+        path = self._root / collection
+        config = edge.EdgeConfig(
+            vectors={DENSE: edge.EdgeVectorParams(size=dimension, distance=edge.Distance.Cosine)},
+            sparse_vectors={SPARSE: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
+            optimizers=edge.EdgeOptimizersConfig(
+                indexing_threshold=_INDEXING_THRESHOLD_KB,
+                default_segment_number=_SEGMENTS,
+                max_segment_size=_MAX_SEGMENT_KB,
+            ),
+        )
+        # Shard first: its creation is what fails when another process got there, and then
+        # that process's metadata file must not be overwritten.
+        shard = self._open_shard(path, lambda: edge.EdgeShard.create(str(path), config))
+        self._write_sidecar(collection, {"vector_size": dimension, "metadata": metadata})
+        self._shards[collection] = shard
+        log.info("created collection %s (%d dims) at %s", collection, dimension, path)
+        return shard
+
+    def _open_shard(self, path: Path, opener: Callable[[], edge.EdgeShard]) -> edge.EdgeShard:
+        try:
+            return opener()
+        except Exception as exc:
+            # qdrant-edge raises a bare Exception; a locked WAL or segments that appeared under
+            # us both mean another process owns this store.
+            message = str(exc)
+            if "WAL" in message or "already contains segment data" in message:
+                raise FailedPrecondition(
+                    f"Another process holds the store at {path}; stop it, or point "
+                    "ALEXANDRIA_DATA_DIR elsewhere, or use a Qdrant server (QDRANT_URL)."
+                ) from exc
+            raise
+
+    def _info(self, collection: str, shard: edge.EdgeShard) -> CollectionInfo:
+        sidecar = self._read_sidecar(collection)
+        return CollectionInfo(
+            name=collection,
+            points_count=shard.count(edge.CountRequest(exact=True)),
+            vector_size=sidecar["vector_size"],
+            status="green",
+            metadata=sidecar["metadata"],
+        )
+
+    def _sidecar_path(self, collection: str) -> Path:
+        return self._root / f"{collection}.json"
+
+    def _read_sidecar(self, collection: str) -> dict[str, Any]:
+        path = self._sidecar_path(collection)
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise FailedPrecondition(
+                f"Collection '{collection}' has lost its metadata file {path}; "
+                "delete the collection's directory and ingest its books again."
+            ) from None
+
+    def _write_sidecar(self, collection: str, content: dict[str, Any]) -> None:
+        # Write aside, then rename over: a crash leaves the old file or the new one, never half of one.
+        path = self._sidecar_path(collection)
+        staging = path.with_suffix(".json.tmp")
+        with staging.open("w", encoding="utf-8") as out:
+            json.dump(content, out, ensure_ascii=False, indent=2)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(staging, path)
+
+
+def _payload_indexes() -> list[tuple[str, Any]]:
+    return [
+        *((name, _KEYWORD_INDEX) for name in schema.KEYWORD_INDEXES),
+        *((name, _INTEGER_INDEX) for name in schema.INTEGER_INDEXES),
+        *((name, _BOOL_INDEX) for name in schema.BOOL_INDEXES),
+        *((name, _TEXT_INDEX) for name in schema.TEXT_INDEXES),
+    ]
+
+
+def _to_edge_filter(where: Filter | None) -> edge.Filter | None:
+    """The one translation of a model Filter into qdrant-edge conditions."""
+    if where is None:
+        return None
+    must = [edge.FieldCondition(key, match=_match(value)) for key, value in where.must.items()]
+    must += [edge.FieldCondition(key, match=edge.MatchText(words)) for key, words in where.text.items()]
+    must_not = [edge.FieldCondition(key, match=_match(value)) for key, value in where.must_not.items()]
+    return edge.Filter(must=must or None, must_not=must_not or None)  # no conditions: every point
+
+
+def _match(value: Any) -> Any:
+    if isinstance(value, list):
+        return edge.MatchAny(value)
+    if isinstance(value, bool):
+        # qdrant-edge 0.9 reads a Python bool as the integer 1/0, which never equals a stored
+        # true/false; numpy's bool is read as a bool.
+        return edge.MatchValue(np.bool_(value))
+    return edge.MatchValue(value)
+
+
+def _to_edge_point(point: StoredPoint) -> edge.Point:
+    vectors = {DENSE: dense_list(point.dense), SPARSE: _to_edge_sparse(point.sparse)}
+    return edge.Point(point.id, vectors, point.payload)
+
+
+def _to_edge_sparse(vector: SparseVector) -> edge.SparseVector:
+    return edge.SparseVector(vector.indices, vector.values)
+
+
+def _to_record(record: Any) -> PointRecord:
+    return PointRecord(id=str(record.id), payload=record.payload or {}, dense=dense_from(record.vector))

@@ -1,0 +1,351 @@
+"""The server backend: qdrant-client against a Qdrant server, or qdrant-client's local mode.
+
+Same collection shape as the embedded backend: a named cosine dense vector, a named
+sparse vector with the IDF modifier, the payload indexes of schema.py (a Word text index
+on the author, lowercased and accent-folded), and the model that made the vectors in the
+collection's own metadata (`metadata=` on create_collection, Qdrant 1.16+). Hybrid
+search is one `query_points` call: a dense and a sparse prefetch fused with RRF.
+
+Local mode (`QDRANT_LOCAL_PATH`) builds no payload indexes and warns about each, so none
+are requested there; its text filter lowercases but does not fold accents. It holds its
+folder locked like the embedded store: a second opener fails.
+
+Needs Qdrant 1.16 or later (collection metadata, ASCII folding); docker-compose.yml pins
+one. qdrant-client's own version check is off: it runs on a thread and only warns, and
+it calls any server more than one minor version behind the client incompatible.
+Connecting contacts nothing, so services may start before the server does; each call
+turns "cannot reach the server" into Unavailable, which callers retry.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+from alexandria.errors import FailedPrecondition, PermissionDenied, Unavailable
+from alexandria.settings import StoreSettings
+from alexandria.store import schema
+from alexandria.store.common import (
+    check_dimension,
+    collection_not_found,
+    dense_from,
+    dense_list,
+    vector_selector,
+)
+from alexandria.store.model import (
+    DENSE,
+    SPARSE,
+    CollectionInfo,
+    Filter,
+    Hit,
+    PointRecord,
+    SparseVector,
+    StoredPoint,
+    check_collection_name,
+    check_facet_key,
+)
+
+log = logging.getLogger(__name__)
+
+_TEXT_INDEX = models.TextIndexParams(
+    type=models.TextIndexType.TEXT, tokenizer=models.TokenizerType.WORD, lowercase=True, ascii_folding=True
+)
+
+
+class ServerStore:
+    """`Store` over qdrant-client: a remote Qdrant, or local mode in a folder."""
+
+    backend = "server"
+
+    def __init__(self, client: QdrantClient, location: str, builds_indexes: bool) -> None:
+        self._client = client
+        self._location = location
+        self._builds_indexes = builds_indexes
+        self._known_collections: set[str] = set()
+
+    @classmethod
+    def connect(cls, settings: StoreSettings) -> ServerStore:
+        """A client for the configured server (QDRANT_URL, else QDRANT_HOST) or local mode (QDRANT_LOCAL_PATH)."""
+        api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
+        if settings.qdrant_local_path is not None:
+            location = f"qdrant-client local mode at {settings.qdrant_local_path}"
+            try:
+                client = QdrantClient(path=str(settings.qdrant_local_path))
+            except RuntimeError as exc:  # its folder lock is taken
+                raise FailedPrecondition(
+                    f"Another process holds the store at {settings.qdrant_local_path}; stop it, "
+                    "or use a Qdrant server (QDRANT_URL) to share one store between processes."
+                ) from exc
+            return cls(client, location, builds_indexes=False)
+        if settings.qdrant_url:
+            client = QdrantClient(url=settings.qdrant_url, api_key=api_key, check_compatibility=False)
+            return cls(client, f"Qdrant at {settings.qdrant_url}", builds_indexes=True)
+        client = QdrantClient(
+            host=settings.qdrant_host, port=settings.qdrant_port, api_key=api_key, check_compatibility=False
+        )
+        return cls(client, f"Qdrant at {settings.qdrant_host}:{settings.qdrant_port}", builds_indexes=True)
+
+    # collections
+
+    def collection_info(self, collection: str) -> CollectionInfo | None:
+        """None when the collection does not exist."""
+        check_collection_name(collection)
+        with self._errors(collection):
+            if not self._client.collection_exists(collection):
+                return None
+            described = self._client.get_collection(collection)
+            points = self._client.count(collection, exact=True).count
+        return CollectionInfo(
+            name=collection,
+            points_count=points,
+            vector_size=described.config.params.vectors[DENSE].size,
+            status=described.status.value,
+            metadata=dict(described.config.metadata or {}),
+        )
+
+    def ensure_collection(self, collection: str, dimension: int, metadata: dict[str, Any]) -> CollectionInfo:
+        """Create the collection (dense cosine + sparse lexical with IDF, payload indexes), or return it."""
+        info = self.collection_info(collection)
+        if info is None:
+            with self._errors(collection):
+                self._client.create_collection(
+                    collection,
+                    vectors_config={
+                        DENSE: models.VectorParams(size=dimension, distance=models.Distance.COSINE)
+                    },
+                    sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+                    metadata=metadata,
+                )
+            log.info("created collection %s (%d dims) in %s", collection, dimension, self._location)
+            info = CollectionInfo(
+                collection, points_count=0, vector_size=dimension, status="green", metadata=metadata
+            )
+        check_dimension(info, dimension, metadata)
+        if self._builds_indexes:
+            # Idempotent, and it gives collections made before an index was added to schema.py that index.
+            with self._errors(collection):
+                for field_name, index in _payload_indexes():
+                    self._client.create_payload_index(collection, field_name, index, wait=True)
+        self._known_collections.add(collection)
+        return info
+
+    # writes
+
+    def upsert(self, collection: str, points: list[StoredPoint]) -> None:
+        """Insert or replace these points (same id: replaced whole)."""
+        if not points:
+            return
+        with self._errors(self._require(collection)):
+            self._client.upsert(collection, [_to_point_struct(p) for p in points], wait=True)
+
+    def set_payload(self, collection: str, where: Filter, payload: dict[str, Any]) -> None:
+        """Merge `payload` into every point matching `where`."""
+        with self._errors(self._require(collection)):
+            self._client.set_payload(
+                collection, payload, points=models.FilterSelector(filter=_to_qdrant_filter(where)), wait=True
+            )
+
+    def delete(self, collection: str, where: Filter) -> int:
+        """Delete matching points; return how many there were."""
+        condition = _to_qdrant_filter(where)
+        with self._errors(self._require(collection)):
+            matching = self._client.count(collection, count_filter=condition, exact=True).count
+            if matching:
+                self._client.delete(collection, models.FilterSelector(filter=condition), wait=True)
+        return matching
+
+    def optimize(self, collection: str) -> None:
+        """Nothing to do: a Qdrant server indexes in the background by itself, local mode never does."""
+        self._require(collection)
+
+    # reads
+
+    def count(self, collection: str, where: Filter | None = None) -> int:
+        """Exact number of points matching `where` (all points when None)."""
+        with self._errors(self._require(collection)):
+            return self._client.count(collection, count_filter=_to_qdrant_filter(where), exact=True).count
+
+    def scroll(
+        self, collection: str, where: Filter | None, limit: int, with_vectors: bool = False
+    ) -> list[PointRecord]:
+        """Up to `limit` points matching `where`, in id order."""
+        with self._errors(self._require(collection)):
+            records, _next_offset = self._client.scroll(
+                collection,
+                scroll_filter=_to_qdrant_filter(where),
+                limit=limit,
+                with_payload=True,
+                with_vectors=vector_selector(with_vectors),
+            )
+        return [_to_record(r) for r in records]
+
+    def retrieve(self, collection: str, ids: list[str], with_vectors: bool = False) -> list[PointRecord]:
+        """The points with these ids, in the order of `ids`; ids not in the store are left out."""
+        if not ids:
+            return []
+        with self._errors(self._require(collection)):
+            records = self._client.retrieve(
+                collection, ids, with_payload=True, with_vectors=vector_selector(with_vectors)
+            )
+        by_id = {str(r.id): _to_record(r) for r in records}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def facet_counts(
+        self, collection: str, key: str, where: Filter | None = None, limit: int = 100000
+    ) -> dict[Any, int]:
+        """Distinct values of a keyword payload field with their point counts."""
+        with self._errors(self._require(collection)):
+            response = self._client.facet(
+                collection,
+                check_facet_key(key),
+                facet_filter=_to_qdrant_filter(where),
+                limit=limit,
+                exact=True,
+            )
+        return {hit.value: hit.count for hit in response.hits}
+
+    def query_dense(
+        self,
+        collection: str,
+        vector: np.ndarray,
+        where: Filter | None,
+        limit: int,
+        with_vectors: bool = False,
+    ) -> list[Hit]:
+        """Nearest points by cosine similarity of the dense vectors."""
+        return self._query(collection, where, limit, with_vectors, query=dense_list(vector), using=DENSE)
+
+    def query_sparse(
+        self,
+        collection: str,
+        vector: SparseVector,
+        where: Filter | None,
+        limit: int,
+        with_vectors: bool = False,
+    ) -> list[Hit]:
+        """Best points by lexical (BM25 with the collection's IDF) score; none for an empty vector."""
+        return self._query(
+            collection, where, limit, with_vectors, query=_to_qdrant_sparse(vector), using=SPARSE
+        )
+
+    def query_hybrid(
+        self,
+        collection: str,
+        dense: np.ndarray,
+        sparse: SparseVector,
+        where: Filter | None,
+        limit: int,
+        prefetch_limit: int,
+        with_vectors: bool = False,
+    ) -> list[Hit]:
+        """One engine query: dense and sparse prefetches (filtered alike) fused with RRF."""
+        prefetch = [
+            models.Prefetch(query=dense_list(dense), using=DENSE, limit=prefetch_limit),
+            models.Prefetch(query=_to_qdrant_sparse(sparse), using=SPARSE, limit=prefetch_limit),
+        ]
+        return self._query(
+            collection,
+            where,
+            limit,
+            with_vectors,
+            query=models.FusionQuery(fusion=models.Fusion.RRF),
+            prefetch=prefetch,
+        )
+
+    def close(self) -> None:
+        """Close the client (local mode: release its folder)."""
+        self._client.close()
+
+    # internals
+
+    def _query(
+        self, collection: str, where: Filter | None, limit: int, with_vectors: bool, **query: Any
+    ) -> list[Hit]:
+        # query_filter also applies inside the prefetches, so both candidate lists obey it.
+        with self._errors(self._require(collection)):
+            response = self._client.query_points(
+                collection,
+                query_filter=_to_qdrant_filter(where),
+                limit=limit,
+                with_payload=True,
+                with_vectors=vector_selector(with_vectors),
+                **query,
+            )
+        return [
+            Hit(id=str(p.id), score=p.score, payload=p.payload or {}, dense=dense_from(p.vector))
+            for p in response.points
+        ]
+
+    def _require(self, collection: str) -> str:
+        """`collection`, known to exist (asked once per process), or NotFound."""
+        if collection not in self._known_collections:
+            if self.collection_info(collection) is None:
+                raise collection_not_found(collection)
+            self._known_collections.add(collection)
+        return collection
+
+    @contextmanager
+    def _errors(self, collection: str) -> Iterator[None]:
+        """The one translation of qdrant-client failures into Alexandria errors."""
+        try:
+            yield
+        except ResponseHandlingException as exc:
+            raise Unavailable(
+                f"{self._location} cannot be reached ({exc.source}); check that it is running and that "
+                "QDRANT_URL or QDRANT_HOST/QDRANT_PORT point at it."
+            ) from exc
+        except UnexpectedResponse as exc:
+            if exc.status_code == 404:
+                self._known_collections.discard(collection)
+                raise collection_not_found(collection) from exc
+            if exc.status_code in (401, 403):
+                raise PermissionDenied(
+                    f"{self._location} refused the request; check QDRANT_API_KEY."
+                ) from exc
+            raise
+
+
+def _payload_indexes() -> list[tuple[str, Any]]:
+    return [
+        *((name, models.PayloadSchemaType.KEYWORD) for name in schema.KEYWORD_INDEXES),
+        *((name, models.PayloadSchemaType.INTEGER) for name in schema.INTEGER_INDEXES),
+        *((name, models.PayloadSchemaType.BOOL) for name in schema.BOOL_INDEXES),
+        *((name, _TEXT_INDEX) for name in schema.TEXT_INDEXES),
+    ]
+
+
+def _to_qdrant_filter(where: Filter | None) -> models.Filter | None:
+    """The one translation of a model Filter into qdrant-client conditions."""
+    if where is None:
+        return None
+    must: list[models.Condition] = [_condition(key, value) for key, value in where.must.items()]
+    must += [
+        models.FieldCondition(key=key, match=models.MatchText(text=words))
+        for key, words in where.text.items()
+    ]
+    must_not: list[models.Condition] = [_condition(key, value) for key, value in where.must_not.items()]
+    return models.Filter(must=must or None, must_not=must_not or None)  # no conditions: every point
+
+
+def _condition(key: str, value: Any) -> models.FieldCondition:
+    match = models.MatchAny(any=value) if isinstance(value, list) else models.MatchValue(value=value)
+    return models.FieldCondition(key=key, match=match)
+
+
+def _to_point_struct(point: StoredPoint) -> models.PointStruct:
+    vectors = {DENSE: dense_list(point.dense), SPARSE: _to_qdrant_sparse(point.sparse)}
+    return models.PointStruct(id=point.id, vector=vectors, payload=point.payload)
+
+
+def _to_qdrant_sparse(vector: SparseVector) -> models.SparseVector:
+    return models.SparseVector(indices=vector.indices, values=vector.values)
+
+
+def _to_record(record: models.Record) -> PointRecord:
+    return PointRecord(id=str(record.id), payload=record.payload or {}, dense=dense_from(record.vector))

@@ -1,0 +1,111 @@
+"""Stack figures: cold start of the whole stack, RSS of each process at idle, trivial RPC round trip.
+
+    .venv/bin/python bench/stack.py
+
+Starts `alexandria up` on a scratch data directory (embedded store, the sample library),
+then measures. The trivial RPC is a gRPC health Check over the unix socket the stack
+uses, median of 1000, next to the same call to an in-process server on the same kind
+of socket as the baseline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from grpc import aio  # noqa: E402
+from grpc_health.v1 import health_pb2, health_pb2_grpc  # noqa: E402
+
+from alexandria.grpc_server import build_server  # noqa: E402
+from alexandria.stack import SAMPLE_LIBRARY, StackLayout  # noqa: E402
+from tests.e2e.stack import start_stack  # noqa: E402
+
+CALLS = 1000
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def command_name(pid: int) -> str:
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    return " ".join(a.decode() for a in argv[2:] if a) or argv[0].decode()
+
+
+async def health_rtt_ms(address: str) -> list[float]:
+    async with aio.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        request = health_pb2.HealthCheckRequest(service="")
+        await stub.Check(request)
+        times = []
+        for _ in range(CALLS):
+            start = time.perf_counter()
+            await stub.Check(request)
+            times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+async def baseline_rtt_ms(socket_dir: Path) -> list[float]:
+    server = build_server("baseline", f"unix://{socket_dir / 'baseline.sock'}", lambda s: None, [])
+    await server.server.start()
+    await server.health.set_serving(True)
+    try:
+        return await health_rtt_ms(server.address)
+    finally:
+        await server.server.stop(0)
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="alexandria-bench-") as scratch:
+        data_dir = Path(scratch) / "var"
+        library = ROOT.parent / "shared" / "corpus" / "calibre-library"
+        started = time.perf_counter()
+        stack = start_stack(data_dir, library if library.is_dir() else SAMPLE_LIBRARY)
+        cold_start_s = time.perf_counter() - started
+        try:
+            time.sleep(2)  # let start-up allocations settle before reading RSS at idle
+            rss = {command_name(pid): rss_mb(pid) for pid in children(stack.process.pid)}
+            rss["launcher"] = rss_mb(stack.process.pid)
+            layout = StackLayout(data_dir)
+            stack_rtt = asyncio.run(health_rtt_ms(layout.socket("query")))
+            base_rtt = asyncio.run(baseline_rtt_ms(Path(scratch)))
+        finally:
+            stack.stop()
+    p50 = statistics.median(stack_rtt)
+    base = statistics.median(base_rtt)
+    print(f"{'figure':<44} {'value':>10}")
+    print(f"{'cold start, whole stack (s)':<44} {cold_start_s:>10.2f}")
+    for name, mb in rss.items():
+        print(f"{'RSS idle: ' + name[:34]:<44} {mb:>8.0f} MB")
+    print(f"{'trivial RPC p50, query service (ms)':<44} {p50:>10.3f}")
+    print(f"{'trivial RPC p50, bare in-process server (ms)':<44} {base:>10.3f}")
+    print(json.dumps({
+        "cold_start_s": round(cold_start_s, 2),
+        "rss_mb": {k: round(v) for k, v in rss.items()},
+        "rpc_p50_ms": round(p50, 3),
+        "rpc_p50_ms_baseline": round(base, 3),
+        "ratio": round(p50 / base, 2),
+        "transport": "unix socket",
+    }))
+
+
+if __name__ == "__main__":
+    main()

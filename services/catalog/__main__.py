@@ -1,0 +1,3 @@
+from services.catalog.server import main
+
+main()

@@ -1,0 +1,49 @@
+"""alexandria_ingest_preview: the books a search finds, the file ingest would read, and whether each is in.
+
+"Already ingested" is asked of the store, never kept here: a book is in a collection
+when the store holds points with its Calibre id and `complete` true (ingest flips
+`complete` only when every point of the book is written) under its book key, which for
+a Calibre book is its uuid, as ingest writes it. The store counts values of keyword
+fields only, so the one query counts book keys among the points of these Calibre ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from alexandria.store import Filter, Store, schema
+from services.catalog.library import Book, BookFile, BookQuery, FormatFilter, LibrarySnapshot, select_file
+
+
+@dataclass(frozen=True)
+class PreviewEntry:
+    book: Book
+    file: BookFile | None  # None when no file of the filter's format is on disk
+    already_ingested: bool
+
+
+def ingested_book_ids(store: Store | None, collection: str, books: Collection[Book]) -> frozenset[int]:
+    """Which of `books` are wholly in `collection`: one facet query for all of them."""
+    if store is None or not books or store.collection_info(collection) is None:
+        return frozenset()
+    complete = Filter(must={schema.COMPLETE: True, schema.CALIBRE_ID: [b.id for b in books]})
+    book_keys = store.facet_counts(collection, schema.BOOK_KEY, where=complete)
+    return frozenset(b.id for b in books if book_keys.get(b.uuid, 0) > 0)
+
+
+def preview(
+    snapshot: LibrarySnapshot,
+    query: BookQuery,
+    format_filter: FormatFilter,
+    limit: int,
+    store: Store | None,
+    collection: str,
+) -> list[PreviewEntry]:
+    """The books matching `query` (at most `limit`), each with its selected file and ingested flag."""
+    books = snapshot.search(query, limit)
+    ingested = ingested_book_ids(store, collection, books)
+    return [
+        PreviewEntry(book=b, file=select_file(b, format_filter), already_ingested=b.id in ingested)
+        for b in books
+    ]

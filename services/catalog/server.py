@@ -1,0 +1,233 @@
+"""The catalog service: alexandria_search, alexandria_book, alexandria_ingest_preview, the Calibre half
+of alexandria_stats, and ResolveBookFile for ingest.
+
+The servicer only maps protos to the domain (library.py, preview.py) and back. Domain
+calls run in a worker thread: they may reread metadata.db, look at the disk or ask the
+store, all blocking. Health is SERVING while the library can be read: NOT_SERVING from
+the start when CALIBRE_LIBRARY_PATH is not a Calibre library (every call then says what
+is wrong with it), and back to SERVING as soon as it can be read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from grpc import aio
+
+from alexandria.errors import FailedPrecondition, InvalidArgument, Unavailable
+from alexandria.grpc_server import Health, ServiceServer, build_server, serve_until_signal
+from alexandria.logs import configure_logging
+from alexandria.settings import CatalogSettings, CommonSettings
+from alexandria.store import Store, open_store
+from alexandria.v1 import catalog_pb2, catalog_pb2_grpc
+from services.catalog.library import (
+    PREVIEW_LIMIT,
+    SEARCH_LIMIT,
+    Book,
+    BookQuery,
+    CalibreLibrary,
+    FormatFilter,
+    LibrarySnapshot,
+    ResolvedFile,
+    resolve_file,
+)
+from services.catalog.preview import PreviewEntry, preview
+
+log = logging.getLogger(__name__)
+
+SERVICE_NAME = catalog_pb2.DESCRIPTOR.services_by_name["CatalogService"].full_name
+
+_FORMAT_FILTERS = {
+    catalog_pb2.FORMAT_FILTER_UNSPECIFIED: FormatFilter.EPUB,
+    catalog_pb2.FORMAT_FILTER_EPUB: FormatFilter.EPUB,
+    catalog_pb2.FORMAT_FILTER_PDF: FormatFilter.PDF,
+    catalog_pb2.FORMAT_FILTER_ANY: FormatFilter.ANY,
+}
+
+T = TypeVar("T")
+
+
+def _shared_fields(book: Book) -> dict[str, Any]:
+    """The fields BookSummary and BookDetail have in common."""
+    return {
+        "id": book.id,
+        "title": book.title,
+        "author": book.author,
+        "authors": book.authors,
+        "language": book.language,
+        "languages": book.languages,
+        "tags": book.tags,
+        "series": book.series,
+        "series_index": book.series_index,
+        "formats": book.formats,
+    }
+
+
+def summary_message(book: Book) -> catalog_pb2.BookSummary:
+    return catalog_pb2.BookSummary(**_shared_fields(book))
+
+
+def detail_message(book: Book, missing_formats: tuple[str, ...]) -> catalog_pb2.BookDetail:
+    return catalog_pb2.BookDetail(
+        **_shared_fields(book),
+        isbn=book.isbn,
+        publisher=book.publisher,
+        pubdate=book.pubdate.isoformat() if book.pubdate else None,
+        rating=book.rating,
+        identifiers=dict(book.identifiers),
+        uuid=book.uuid,
+        author_sort=book.author_sort,
+        missing_formats=missing_formats,
+    )
+
+
+def preview_message(entry: PreviewEntry) -> catalog_pb2.PreviewBook:
+    book = entry.book
+    return catalog_pb2.PreviewBook(
+        id=book.id,
+        title=book.title,
+        author=book.author,
+        language=book.language,
+        formats=book.formats,
+        selected_format=entry.file.format if entry.file else "",
+        file_path=str(entry.file.path) if entry.file else "",
+        already_ingested=entry.already_ingested,
+    )
+
+
+def book_query(request: catalog_pb2.SearchBooksRequest | catalog_pb2.PreviewIngestRequest) -> BookQuery:
+    tags = tuple(request.tags) if isinstance(request, catalog_pb2.SearchBooksRequest) else ()
+    return BookQuery(author=request.author, title=request.title, language=request.language, tags=tags)
+
+
+def format_filter(value: int) -> FormatFilter:
+    try:
+        return _FORMAT_FILTERS[value]
+    except KeyError:
+        raise InvalidArgument(f"Unknown format_filter {value}: use epub, pdf or any.") from None
+
+
+class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
+    def __init__(self, library: CalibreLibrary, store: Store | None, default_collection: str) -> None:
+        self.library = library
+        self.store = store
+        self.default_collection = default_collection
+        self.health: Health | None = None  # set by create_server once the server exists
+        self._serving: bool | None = None  # unknown until the library is first read
+
+    async def in_library(self, work: Callable[[LibrarySnapshot], T]) -> T:
+        """Run `work` on the current snapshot in a thread; health follows whether the library is readable."""
+        try:
+            result = await asyncio.to_thread(lambda: work(self.library.snapshot()))
+        except FailedPrecondition:
+            await self._set_serving(False)
+            raise
+        await self._set_serving(True)
+        return result
+
+    async def _set_serving(self, serving: bool) -> None:
+        if self.health is not None and serving != self._serving:
+            self._serving = serving
+            await self.health.set_serving(serving)
+
+    async def check_library(self) -> None:
+        """Read the library once at start; stay NOT_SERVING (and say why) when it cannot be read."""
+        try:
+            snapshot = await self.in_library(lambda s: s)
+        except (FailedPrecondition, Unavailable) as exc:
+            await self._set_serving(False)
+            log.error("catalog is NOT_SERVING: %s", exc)
+            return
+        log.info("serving the Calibre library at %s (%d books)", snapshot.root, len(snapshot.books))
+
+    async def SearchBooks(
+        self, request: catalog_pb2.SearchBooksRequest, context: aio.ServicerContext
+    ) -> catalog_pb2.SearchBooksResponse:
+        query, limit = book_query(request), SEARCH_LIMIT.clamp(request.limit)
+        books = await self.in_library(lambda s: s.search(query, limit))
+        return catalog_pb2.SearchBooksResponse(books=[summary_message(b) for b in books], count=len(books))
+
+    async def GetBook(
+        self, request: catalog_pb2.GetBookRequest, context: aio.ServicerContext
+    ) -> catalog_pb2.GetBookResponse:
+        def find(snapshot: LibrarySnapshot) -> tuple[Book, tuple[str, ...]]:
+            book = snapshot.get(request.book_id)
+            return book, book.missing_formats()
+
+        book, missing = await self.in_library(find)
+        return catalog_pb2.GetBookResponse(book=detail_message(book, missing))
+
+    async def GetLibraryStats(
+        self, request: catalog_pb2.GetLibraryStatsRequest, context: aio.ServicerContext
+    ) -> catalog_pb2.GetLibraryStatsResponse:
+        stats = await self.in_library(lambda s: s.stats)
+        return catalog_pb2.GetLibraryStatsResponse(
+            total_books=stats.total_books,
+            total_authors=stats.total_authors,
+            formats=dict(stats.formats),
+            languages=dict(stats.languages),
+        )
+
+    async def PreviewIngest(
+        self, request: catalog_pb2.PreviewIngestRequest, context: aio.ServicerContext
+    ) -> catalog_pb2.PreviewIngestResponse:
+        query, limit = book_query(request), PREVIEW_LIMIT.clamp(request.limit)
+        wanted = format_filter(request.format_filter)
+        collection = request.collection or self.default_collection
+        entries = await self.in_library(lambda s: preview(s, query, wanted, limit, self.store, collection))
+        return catalog_pb2.PreviewIngestResponse(
+            books=[preview_message(e) for e in entries], count=len(entries), format_filter=wanted.value
+        )
+
+    async def ResolveBookFile(
+        self, request: catalog_pb2.ResolveBookFileRequest, context: aio.ServicerContext
+    ) -> catalog_pb2.ResolveBookFileResponse:
+        def resolve(snapshot: LibrarySnapshot) -> tuple[ResolvedFile, tuple[str, ...]]:
+            resolved = resolve_file(snapshot.get(request.book_id), request.format_preference)
+            return resolved, resolved.book.missing_formats()
+
+        resolved, missing = await self.in_library(resolve)
+        return catalog_pb2.ResolveBookFileResponse(
+            book=detail_message(resolved.book, missing),
+            format=resolved.format,
+            file_path=str(resolved.path),
+            file_size_bytes=resolved.size_bytes,
+        )
+
+
+def create_server(settings: CatalogSettings, store: Store | None = None) -> ServiceServer:
+    """The catalog server over CALIBRE_LIBRARY_PATH; `store` answers the previews' already-ingested flags."""
+    if store is None:
+        log.warning("catalog runs without a store: previews will mark no book as already ingested")
+    servicer = CatalogServicer(
+        CalibreLibrary(settings.calibre_library_path), store, settings.store.qdrant_collection
+    )
+    server = build_server(
+        "catalog",
+        settings.catalog_listen,
+        lambda s: catalog_pb2_grpc.add_CatalogServiceServicer_to_server(servicer, s),
+        [SERVICE_NAME],
+    )
+    servicer.health = server.health
+    server.on_start.append(servicer.check_library)
+    return server
+
+
+def main() -> None:
+    """Run the catalog service alone (with a Qdrant server; on the embedded store `python -m services` shares it)."""
+    common = CommonSettings()
+    configure_logging("catalog", common.alexandria_log_level)
+    settings = CatalogSettings()
+    store = open_store(settings.store)
+
+    async def serve() -> None:
+        # Inside the loop: a grpc.aio server belongs to the event loop it is created in.
+        await serve_until_signal([create_server(settings, store=store)])
+
+    try:
+        asyncio.run(serve())
+    finally:
+        store.close()

@@ -1,0 +1,78 @@
+"""What only the embedded backend has: its metadata file, shutdown, and optimize beside queries."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from alexandria.errors import FailedPrecondition, Unavailable
+from alexandria.store import Filter, open_store
+from alexandria.store import schema as f
+from alexandria.store.embedded import EmbeddedStore
+from store.synthetic import COLLECTION, DIMENSION, METADATA, PASSAGES, axis, settings_for, stored_point
+
+
+@pytest.fixture
+def embedded(tmp_path: Path) -> EmbeddedStore:
+    store = open_store(settings_for("embedded", tmp_path))
+    assert isinstance(store, EmbeddedStore)
+    store.ensure_collection(COLLECTION, DIMENSION, METADATA)
+    store.upsert(COLLECTION, [stored_point(p) for p in PASSAGES])
+    yield store
+    store.close()
+
+
+def test_metadata_lives_in_a_json_file_beside_the_shard(embedded: EmbeddedStore, tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    assert (root / COLLECTION).is_dir()
+    assert json.loads((root / f"{COLLECTION}.json").read_text()) == {
+        "vector_size": DIMENSION,
+        "metadata": METADATA,
+    }
+    assert not list(root.glob("*.tmp"))
+
+
+def test_a_shard_without_its_metadata_file_is_reported(embedded: EmbeddedStore, tmp_path: Path) -> None:
+    (tmp_path / "store" / f"{COLLECTION}.json").unlink()
+    with pytest.raises(FailedPrecondition, match="lost its metadata file"):
+        embedded.collection_info(COLLECTION)
+
+
+def test_a_closed_store_answers_unavailable(embedded: EmbeddedStore) -> None:
+    embedded.close()
+    with pytest.raises(Unavailable, match="closed"):
+        embedded.count(COLLECTION)
+    embedded.close()  # closing twice is harmless
+
+
+def test_optimize_on_a_thread_beside_queries_and_writes(embedded: EmbeddedStore) -> None:
+    # qdrant-edge holds the GIL while it optimises, so the threads take turns rather than
+    # overlap (see the module docstring of alexandria.store.embedded); what must hold is
+    # that every call from either thread completes, and correctly.
+    optimized = threading.Event()
+    answers: list[list[str]] = []
+    pride_only = Filter(must={f.BOOK_KEY: "pride"})
+
+    def optimize() -> None:
+        embedded.optimize(COLLECTION)
+        optimized.set()
+
+    def query_and_write_until_optimized() -> None:
+        while not optimized.is_set():
+            answers.append(
+                [h.payload["name"] for h in embedded.query_dense(COLLECTION, axis(3), pride_only, limit=1)]
+            )
+            embedded.upsert(COLLECTION, [stored_point(PASSAGES[3])])
+
+    workers = [threading.Thread(target=optimize), threading.Thread(target=query_and_write_until_optimized)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+    assert all(answer == ["letter"] for answer in answers)
+    assert embedded.count(COLLECTION) == len(PASSAGES)
+    assert [h.payload["name"] for h in embedded.query_dense(COLLECTION, axis(3), None, limit=1)] == ["letter"]

@@ -1,0 +1,253 @@
+"""One contract, both backends: every test runs on the embedded engine and on qdrant-client.
+
+The server backend runs in qdrant-client's local mode here (same client API as a real
+server); the embedded backend is the real qdrant-edge engine. Both on a fresh tmp_path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from alexandria.errors import FailedPrecondition, InvalidArgument, NotFound
+from alexandria.store import Filter, Store, lexical, open_store
+from alexandria.store import schema as f
+from store.synthetic import (
+    BOOK_SIZES,
+    COLLECTION,
+    DIMENSION,
+    METADATA,
+    PASSAGES,
+    axis,
+    point_id,
+    settings_for,
+    stored_point,
+)
+
+
+def names(points: list) -> list[str]:
+    return [p.payload["name"] for p in points]
+
+
+# collections
+
+
+def test_ensure_creates_then_returns_the_existing_collection(store: Store) -> None:
+    assert store.collection_info(COLLECTION) is None
+
+    created = store.ensure_collection(COLLECTION, DIMENSION, METADATA)
+    again = store.ensure_collection(COLLECTION, DIMENSION, {"model": "other", "dimension": DIMENSION})
+
+    for info in (created, again, store.collection_info(COLLECTION)):
+        assert info.name == COLLECTION
+        assert info.vector_size == DIMENSION
+        assert info.points_count == 0
+        assert info.metadata == METADATA
+        assert info.status == "green"
+
+
+def test_dimension_mismatch_is_refused_naming_both_models(store: Store) -> None:
+    store.ensure_collection(COLLECTION, DIMENSION, METADATA)
+
+    with pytest.raises(FailedPrecondition) as refused:
+        store.ensure_collection(COLLECTION, 16, {"model": "bigger-16", "dimension": 16})
+
+    message = refused.value.message
+    assert "synthetic-8" in message and "bigger-16" in message
+    assert "8-dimensional" in message and "16-dimensional" in message
+
+
+def test_unknown_collection_is_not_found_on_reads_and_writes(store: Store) -> None:
+    for operation in (
+        lambda: store.count("missing"),
+        lambda: store.scroll("missing", None, limit=5),
+        lambda: store.retrieve("missing", [point_id("whale")]),
+        lambda: store.query_dense("missing", axis(0), None, limit=3),
+        lambda: store.upsert("missing", [stored_point(PASSAGES[0])]),
+    ):
+        with pytest.raises(NotFound, match="'missing' does not exist; ingest a book"):
+            operation()
+
+
+def test_unsafe_collection_names_are_refused(store: Store) -> None:
+    for bad in ("../escape", "", "with space", "dotted.name"):
+        with pytest.raises(InvalidArgument):
+            store.collection_info(bad)
+
+
+# writes and plain reads
+
+
+def test_upsert_count_and_retrieve_with_vectors_in_request_order(library: Store) -> None:
+    assert library.count(COLLECTION) == len(PASSAGES)
+    assert library.collection_info(COLLECTION).points_count == len(PASSAGES)
+
+    wanted = [point_id("ship"), "00000000-0000-0000-0000-000000000000", point_id("whale")]
+    records = library.retrieve(COLLECTION, wanted, with_vectors=True)
+
+    assert [r.id for r in records] == [point_id("ship"), point_id("whale")]
+    ship = records[0]
+    assert ship.dense.dtype == np.float32 and ship.dense.shape == (DIMENSION,)
+    np.testing.assert_allclose(ship.dense, axis(0, tilt=1), atol=1e-6)  # cosine: stored normalised
+    assert ship.payload[f.BOOK_KEY] == "moby" and ship.payload[f.AUTHORS] == ["Herman Melville"]
+    assert library.retrieve(COLLECTION, [point_id("ship")])[0].dense is None
+
+
+def test_upsert_of_an_existing_id_replaces_the_point(library: Store) -> None:
+    replaced = stored_point(PASSAGES[0])
+    library.upsert(COLLECTION, [type(replaced)(replaced.id, axis(7), replaced.sparse, {"name": "new"})])
+
+    assert library.count(COLLECTION) == len(PASSAGES)
+    assert library.retrieve(COLLECTION, [replaced.id])[0].payload == {"name": "new"}
+
+
+def test_set_payload_on_a_filter_flips_the_complete_marker(library: Store) -> None:
+    library.set_payload(COLLECTION, Filter(must={f.BOOK_KEY: "moby"}), {f.COMPLETE: True})
+
+    assert library.count(COLLECTION, Filter(must={f.COMPLETE: True})) == BOOK_SIZES["moby"]
+    assert library.count(COLLECTION, Filter(must={f.COMPLETE: False})) == len(PASSAGES) - BOOK_SIZES["moby"]
+    whale = library.retrieve(COLLECTION, [point_id("whale")])[0].payload
+    assert whale[f.COMPLETE] is True and whale[f.TEXT] == PASSAGES[0].text  # merged, not replaced
+
+
+def test_delete_by_filter_returns_how_many_went(library: Store) -> None:
+    assert library.delete(COLLECTION, Filter(must={f.BOOK_KEY: "pride"})) == BOOK_SIZES["pride"]
+    assert library.delete(COLLECTION, Filter(must={f.BOOK_KEY: "pride"})) == 0
+    assert library.count(COLLECTION) == len(PASSAGES) - BOOK_SIZES["pride"]
+    assert library.count(COLLECTION, Filter(must={f.BOOK_KEY: "pride"})) == 0
+
+
+def test_scroll_with_filters_and_limit(library: Store) -> None:
+    any_of = library.scroll(COLLECTION, Filter(must={f.BOOK_KEY: ["pride", "germinal"]}), limit=100)
+    assert sorted(names(any_of)) == ["ball", "letter", "mine"]
+
+    none_of = library.scroll(COLLECTION, Filter(must_not={f.BOOK_KEY: ["moby", "pride"]}), limit=100)
+    assert names(none_of) == ["mine"]
+
+    limited = library.scroll(COLLECTION, Filter(must={f.BOOK_KEY: "moby"}), limit=2, with_vectors=True)
+    assert len(limited) == 2 and all(r.dense is not None and r.dense.dtype == np.float32 for r in limited)
+    assert len(library.scroll(COLLECTION, None, limit=100)) == len(PASSAGES)
+    assert len(library.scroll(COLLECTION, Filter(), limit=100)) == len(PASSAGES)  # no conditions: all
+
+
+def test_facet_counts_of_keyword_fields(library: Store) -> None:
+    assert library.facet_counts(COLLECTION, f.BOOK_KEY) == BOOK_SIZES
+    assert library.facet_counts(COLLECTION, f.AUTHORS, Filter(must_not={f.BOOK_KEY: "moby"})) == {
+        "Jane Austen": 2,
+        "Émile Zola": 1,
+    }
+    with pytest.raises(InvalidArgument, match="facets work on"):
+        library.facet_counts(COLLECTION, f.TEXT)
+
+
+def test_author_text_filter_matches_a_word_in_any_case(library: Store) -> None:
+    for words in ("austen", "AUSTEN", "Jane Austen"):
+        assert sorted(names(library.scroll(COLLECTION, Filter(text={f.AUTHOR: words}), limit=100))) == [
+            "ball",
+            "letter",
+        ]
+    assert library.count(COLLECTION, Filter(text={f.AUTHOR: "aust"})) == 0  # whole words only
+
+
+# queries
+
+
+def test_dense_query_returns_the_nearest_points_first(library: Store) -> None:
+    hits = library.query_dense(COLLECTION, axis(0), None, limit=3, with_vectors=True)
+
+    assert names(hits)[:2] == ["whale", "ship"]
+    assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert hits[0].id == point_id("whale")
+    np.testing.assert_allclose(hits[0].dense, axis(0), atol=1e-6)
+    assert library.query_dense(COLLECTION, axis(0), None, limit=1)[0].dense is None
+
+
+def test_sparse_query_weighs_rare_words_above_common_ones(library: Store) -> None:
+    # "the" is in five passages, "netherfield" in one: IDF puts the ball first.
+    hits = library.query_sparse(COLLECTION, lexical.encode_query("the Netherfield"), None, limit=3)
+    assert names(hits)[0] == "ball"
+
+    assert set(names(library.query_sparse(COLLECTION, lexical.encode_query("harpoon"), None, limit=10))) == {
+        "harpoon",
+        "ship",
+    }
+    assert library.query_sparse(COLLECTION, lexical.encode_query("  ?! "), None, limit=3) == []
+
+
+def test_hybrid_query_fuses_both_rankings(library: Store) -> None:
+    # Dense alone ranks whale first; lexical alone ranks harpoon first; ship is second in
+    # both, and reciprocal rank fusion puts the passage both agree on above either winner.
+    dense_first = names(library.query_dense(COLLECTION, axis(0), None, limit=2))
+    sparse_first = names(
+        library.query_sparse(COLLECTION, lexical.encode_query("harpoon line"), None, limit=2)
+    )
+    assert dense_first == ["whale", "ship"] and sparse_first == ["harpoon", "ship"]
+
+    hits = library.query_hybrid(
+        COLLECTION,
+        axis(0),
+        lexical.encode_query("harpoon line"),
+        None,
+        limit=3,
+        prefetch_limit=2,
+        with_vectors=True,
+    )
+
+    assert names(hits)[0] == "ship"
+    assert set(names(hits)) == {"ship", "whale", "harpoon"}
+    assert all(h.dense is not None and h.dense.dtype == np.float32 for h in hits)
+
+
+def test_filters_apply_to_every_query_mode(library: Store) -> None:
+    library.set_payload(COLLECTION, Filter(must={f.BOOK_KEY: "pride"}), {f.COMPLETE: True})
+    visible = Filter(must={f.COMPLETE: True})
+    question = lexical.encode_query("whale letter")
+
+    assert set(names(library.query_dense(COLLECTION, axis(0), visible, limit=10))) == {"ball", "letter"}
+    assert names(library.query_sparse(COLLECTION, question, visible, limit=10)) == ["letter"]
+    assert set(
+        names(library.query_hybrid(COLLECTION, axis(0), question, visible, limit=10, prefetch_limit=10))
+    ) == {
+        "ball",
+        "letter",
+    }
+    by_author = Filter(text={f.AUTHOR: "zola"}, must_not={f.LEVEL: f.Level.PARENT.value})
+    assert names(library.query_dense(COLLECTION, axis(0), by_author, limit=10)) == ["mine"]
+
+
+def test_optimize_keeps_every_answer(library: Store) -> None:
+    library.optimize(COLLECTION)
+
+    assert library.count(COLLECTION) == len(PASSAGES)
+    assert names(library.query_dense(COLLECTION, axis(3), None, limit=1)) == ["letter"]
+
+
+# lifetime
+
+
+def test_reopening_keeps_points_and_metadata(backend: str, tmp_path: Path) -> None:
+    first = open_store(settings_for(backend, tmp_path))
+    first.ensure_collection(COLLECTION, DIMENSION, METADATA)
+    first.upsert(COLLECTION, [stored_point(p) for p in PASSAGES])
+    first.close()
+
+    reopened = open_store(settings_for(backend, tmp_path))
+    try:
+        info = reopened.collection_info(COLLECTION)
+        assert (
+            info.points_count == len(PASSAGES) and info.metadata == METADATA and info.vector_size == DIMENSION
+        )
+        assert names(reopened.query_dense(COLLECTION, axis(4), None, limit=1)) == ["mine"]
+    finally:
+        reopened.close()
+
+
+def test_a_second_opener_of_the_same_store_fails_clearly(
+    backend: str, library: Store, tmp_path: Path
+) -> None:
+    with pytest.raises(FailedPrecondition, match="Another process holds the store at"):
+        open_store(settings_for(backend, tmp_path))
+    assert library.count(COLLECTION) == len(PASSAGES)  # the owner is unaffected
