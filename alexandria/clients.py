@@ -70,13 +70,17 @@ class ServiceClient:
             reraise=True,
         )
 
-    async def call(self, method: str, request: Any, timeout: float | None = None) -> Any:
-        """A unary call with a deadline; UNAVAILABLE is retried, every failure comes out typed."""
+    async def call(self, method: str, request: Any, timeout: float | None = None, wait_for_ready: bool = False) -> Any:
+        """A unary call with a deadline; UNAVAILABLE is retried, every failure comes out typed.
+
+        `wait_for_ready` waits (within the deadline) for a service that is starting, instead of failing fast.
+        """
         rpc = getattr(self.stub, method)
         try:
             async for attempt in self._retrying():
                 with attempt:
-                    return await rpc(request, timeout=timeout or self.settings.rpc_timeout_s)
+                    return await rpc(request, timeout=timeout or self.settings.rpc_timeout_s,
+                                     wait_for_ready=wait_for_ready)
         except grpc.RpcError as exc:
             raise from_rpc_error(exc, self.name) from None
         raise AssertionError("unreachable: tenacity reraises")
@@ -117,8 +121,8 @@ class EmbedderClient(ServiceClient):
         # Texts per message; the server refuses more than 4096 in one message.
         self.stream_chunk = stream_chunk
 
-    async def model_info(self) -> embedder_pb2.ModelInfo:
-        return await self.call("GetModelInfo", embedder_pb2.GetModelInfoRequest())
+    async def model_info(self, wait_for_ready: bool = False) -> embedder_pb2.ModelInfo:
+        return await self.call("GetModelInfo", embedder_pb2.GetModelInfoRequest(), wait_for_ready=wait_for_ready)
 
     async def embed(
         self, texts: list[str], kind: int = embedder_pb2.EMBED_KIND_PASSAGE, neighbour_similarities: bool = False

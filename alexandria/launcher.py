@@ -123,12 +123,8 @@ class Stack:
             raise RuntimeError(f"{', '.join(dead)} exited during {what}; see the log above")
         task.result()
 
-    async def wait(self) -> int:
-        """Until Ctrl-C / SIGTERM (returns 0) or until any child exits (returns 1)."""
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+    async def wait(self, stop: asyncio.Event) -> int:
+        """Until `stop` is set (returns 0) or until any child exits (returns 1)."""
         waiter = asyncio.ensure_future(stop.wait())
         exits = {asyncio.ensure_future(c.process.wait()): c for c in self.children if c.process}
         done, _ = await asyncio.wait([waiter, *exits], return_when=asyncio.FIRST_COMPLETED)
@@ -181,12 +177,24 @@ def mcp_config_snippet(layout: StackLayout, gateway_url: str) -> str:
 
 
 async def run_stack(stack: Stack) -> int:
-    """Start, announce, wait, stop. The announcement goes to stdout only for the HTTP transport."""
-    try:
-        await stack.start()
-    except BaseException:
+    """Start, announce, wait, stop. The announcement goes to stdout only for the HTTP transport.
+
+    Ctrl-C or SIGTERM at any moment, during start-up too, stops every child started so far.
+    """
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    starting = asyncio.ensure_future(stack.start())
+    interrupted = asyncio.ensure_future(stop.wait())
+    await asyncio.wait([starting, interrupted], return_when=asyncio.FIRST_COMPLETED)
+    if not starting.done() or starting.exception() is not None:
+        starting.cancel()
         await stack.stop()
-        raise
+        if stop.is_set():
+            return 130
+        raise starting.exception()
+    interrupted.cancel()
     if stack.transport == "http":
         library = stack.environment()["CALIBRE_LIBRARY_PATH"]
         print(
@@ -199,6 +207,6 @@ async def run_stack(stack: Stack) -> int:
             f"Press Ctrl-C to stop.",
             flush=True,
         )
-    code = await stack.wait()
+    code = await stack.wait(stop)
     await stack.stop()
     return code

@@ -13,6 +13,7 @@ import importlib
 import logging
 
 from alexandria import settings as config
+from alexandria.errors import AlexandriaError
 from alexandria.grpc_server import ServiceServer, serve_until_signal
 from alexandria.logs import configure_logging
 from alexandria.store import Store, open_store
@@ -54,4 +55,8 @@ def main(argv: list[str] | None = None) -> None:
     names = list(dict.fromkeys(parser.parse_args(argv).names))
     common = config.CommonSettings()
     configure_logging("+".join(names), common.alexandria_log_level)
-    asyncio.run(run(names))
+    try:
+        asyncio.run(run(names))
+    except AlexandriaError as exc:
+        log.error("cannot start: %s", exc.message)
+        raise SystemExit(2) from None

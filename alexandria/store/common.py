@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from alexandria.errors import FailedPrecondition, NotFound
-from alexandria.store.model import DENSE, CollectionInfo
+from alexandria.store.model import DENSE, SENTENCES, CollectionInfo
 
 
 def dense_list(vector: np.ndarray) -> list[float]:
@@ -16,8 +16,20 @@ def dense_list(vector: np.ndarray) -> list[float]:
 
 
 def vector_selector(with_vectors: bool) -> list[str] | bool:
-    """Ask for the dense vector only: callers never need the lexical one back."""
-    return [DENSE] if with_vectors else False
+    """Ask for the dense and sentence vectors only: callers never need the lexical one back."""
+    return [DENSE, SENTENCES] if with_vectors else False
+
+
+def sentences_list(point_sentences: np.ndarray) -> list[list[float]]:
+    """A multivector as the nested float lists both Qdrant APIs take."""
+    return np.asarray(point_sentences, dtype=np.float32).tolist()
+
+
+def sentences_from(vectors: Any) -> np.ndarray | None:
+    """A returned point's sentence multivector as (n, dimension) float32, or None when it has none."""
+    if not vectors or not vectors.get(SENTENCES):
+        return None
+    return np.asarray(vectors[SENTENCES], dtype=np.float32)
 
 
 def dense_from(vectors: Any) -> np.ndarray | None:

@@ -55,10 +55,13 @@ from alexandria.store.common import (
     collection_not_found,
     dense_from,
     dense_list,
+    sentences_from,
+    sentences_list,
     vector_selector,
 )
 from alexandria.store.model import (
     DENSE,
+    SENTENCES,
     SPARSE,
     CollectionInfo,
     Filter,
@@ -285,7 +288,8 @@ class EmbeddedStore:
             )
         )
         return [
-            Hit(id=str(p.id), score=p.score, payload=p.payload or {}, dense=dense_from(p.vector))
+            Hit(id=str(p.id), score=p.score, payload=p.payload or {}, dense=dense_from(p.vector),
+                sentences=sentences_from(p.vector))
             for p in points
         ]
 
@@ -315,7 +319,18 @@ class EmbeddedStore:
     def _create_shard(self, collection: str, dimension: int, metadata: dict[str, Any]) -> edge.EdgeShard:
         path = self._root / collection
         config = edge.EdgeConfig(
-            vectors={DENSE: edge.EdgeVectorParams(size=dimension, distance=edge.Distance.Cosine)},
+            vectors={
+                DENSE: edge.EdgeVectorParams(size=dimension, distance=edge.Distance.Cosine),
+                # Read back with hits to score them, never searched: no index to build; half
+                # precision halves the largest part of the store at no cost to a cosine's 2nd decimal.
+                SENTENCES: edge.EdgeVectorParams(
+                    size=dimension,
+                    distance=edge.Distance.Cosine,
+                    datatype=edge.VectorStorageDatatype.Float16,
+                    multivector_config=edge.MultiVectorConfig(edge.MultiVectorComparator.MaxSim),
+                    hnsw_config=edge.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000),
+                ),
+            },
             sparse_vectors={SPARSE: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
             optimizers=edge.EdgeOptimizersConfig(
                 indexing_threshold=_INDEXING_THRESHOLD_KB,
@@ -410,6 +425,8 @@ def _match(value: Any) -> Any:
 
 def _to_edge_point(point: StoredPoint) -> edge.Point:
     vectors = {DENSE: dense_list(point.dense), SPARSE: _to_edge_sparse(point.sparse)}
+    if point.sentences is not None:
+        vectors[SENTENCES] = sentences_list(point.sentences)
     return edge.Point(point.id, vectors, point.payload)
 
 
@@ -418,4 +435,5 @@ def _to_edge_sparse(vector: SparseVector) -> edge.SparseVector:
 
 
 def _to_record(record: Any) -> PointRecord:
-    return PointRecord(id=str(record.id), payload=record.payload or {}, dense=dense_from(record.vector))
+    return PointRecord(id=str(record.id), payload=record.payload or {}, dense=dense_from(record.vector),
+                       sentences=sentences_from(record.vector))

@@ -13,6 +13,9 @@ from alexandria.store import schema
 
 DENSE = "dense"
 SPARSE = "lexical"
+# A chunk's sentence vectors (a multivector compared by MaxSim, not indexed): the score of a
+# chunk for a query is the cosine of its best-matching sentence.
+SENTENCES = "sentences"
 
 # A collection is a directory in the embedded store, so its name must be a safe file name
 # (no dots: no "..", no clash with the metadata files kept beside the shards).
@@ -56,6 +59,7 @@ class StoredPoint:
     dense: np.ndarray
     sparse: SparseVector
     payload: dict[str, Any]
+    sentences: np.ndarray | None = None  # (n, dimension) float32, for chunks
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,7 @@ class PointRecord:
     id: str
     payload: dict[str, Any]
     dense: np.ndarray | None = None
+    sentences: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +109,7 @@ class Hit:
     score: float
     payload: dict[str, Any]
     dense: np.ndarray | None = None
+    sentences: np.ndarray | None = None  # returned with `dense` when the point has them
 
 
 @dataclass(frozen=True)

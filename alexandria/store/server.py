@@ -36,10 +36,13 @@ from alexandria.store.common import (
     collection_not_found,
     dense_from,
     dense_list,
+    sentences_from,
+    sentences_list,
     vector_selector,
 )
 from alexandria.store.model import (
     DENSE,
+    SENTENCES,
     SPARSE,
     CollectionInfo,
     Filter,
@@ -117,7 +120,18 @@ class ServerStore:
                 self._client.create_collection(
                     collection,
                     vectors_config={
-                        DENSE: models.VectorParams(size=dimension, distance=models.Distance.COSINE)
+                        DENSE: models.VectorParams(size=dimension, distance=models.Distance.COSINE),
+                        # Read back with hits to score them, never searched: no index to build; half
+                        # precision halves the largest part of the store at no cost to a cosine's 2nd decimal.
+                        SENTENCES: models.VectorParams(
+                            size=dimension,
+                            distance=models.Distance.COSINE,
+                            datatype=models.Datatype.FLOAT16,
+                            multivector_config=models.MultiVectorConfig(
+                                comparator=models.MultiVectorComparator.MAX_SIM
+                            ),
+                            hnsw_config=models.HnswConfigDiff(m=0),
+                        ),
                     },
                     sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
                     metadata=metadata,
@@ -278,7 +292,8 @@ class ServerStore:
                 **query,
             )
         return [
-            Hit(id=str(p.id), score=p.score, payload=p.payload or {}, dense=dense_from(p.vector))
+            Hit(id=str(p.id), score=p.score, payload=p.payload or {}, dense=dense_from(p.vector),
+                sentences=sentences_from(p.vector))
             for p in response.points
         ]
 
@@ -340,6 +355,8 @@ def _condition(key: str, value: Any) -> models.FieldCondition:
 
 def _to_point_struct(point: StoredPoint) -> models.PointStruct:
     vectors = {DENSE: dense_list(point.dense), SPARSE: _to_qdrant_sparse(point.sparse)}
+    if point.sentences is not None:
+        vectors[SENTENCES] = sentences_list(point.sentences)
     return models.PointStruct(id=point.id, vector=vectors, payload=point.payload)
 
 
@@ -348,4 +365,5 @@ def _to_qdrant_sparse(vector: SparseVector) -> models.SparseVector:
 
 
 def _to_record(record: models.Record) -> PointRecord:
-    return PointRecord(id=str(record.id), payload=record.payload or {}, dense=dense_from(record.vector))
+    return PointRecord(id=str(record.id), payload=record.payload or {}, dense=dense_from(record.vector),
+                       sentences=sentences_from(record.vector))

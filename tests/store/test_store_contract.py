@@ -251,3 +251,18 @@ def test_a_second_opener_of_the_same_store_fails_clearly(
     with pytest.raises(FailedPrecondition, match="Another process holds the store at"):
         open_store(settings_for(backend, tmp_path))
     assert library.count(COLLECTION) == len(PASSAGES)  # the owner is unaffected
+
+
+def test_sentence_vectors_come_back_with_hits_and_records(library: Store) -> None:
+    sentences = np.stack([axis(5), axis(6, tilt=5)])
+    point = stored_point(PASSAGES[0])
+    library.upsert(COLLECTION, [type(point)(point.id, point.dense, point.sparse, point.payload, sentences)])
+
+    record = library.retrieve(COLLECTION, [point.id], with_vectors=True)[0]
+    assert record.sentences.shape == (2, DIMENSION) and record.sentences.dtype == np.float32
+    np.testing.assert_allclose(record.sentences, sentences, atol=1e-3)  # stored as float16
+    hit = library.query_dense(COLLECTION, point.dense, None, 1, with_vectors=True)[0]
+    assert hit.id == point.id
+    np.testing.assert_allclose(hit.sentences, sentences, atol=1e-3)
+    other = library.retrieve(COLLECTION, [point_id("harpoon")], with_vectors=True)[0]
+    assert other.sentences is None  # parents and older points carry none

@@ -1,0 +1,3 @@
+from services.host import main
+
+main(["ingest"])

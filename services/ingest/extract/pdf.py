@@ -1,0 +1,215 @@
+"""PDF with pymupdf 1.28: text per page, chapters from the outline, page numbers kept.
+
+- Running headers and footers (a printed page number, a book title on every page)
+  are blocks in the top or bottom band of the page whose text, digits aside, comes
+  back on many pages; they are dropped so they never land inside a sentence.
+- A line that ends in `letter-` before a line starting in lower case is a word
+  broken by hyphenation when the document itself shows the word whole elsewhere, or
+  never shows the hyphenated pair as a compound; it is joined without the hyphen.
+  `well-known` split at its own hyphen stays `well-known` when the book writes it so.
+- A paragraph that runs on across a page break (no final punctuation, next page
+  starting in lower case) is joined with a space, so its sentence stays one.
+- An outline entry starts at its target point on its page; it owns the text up to
+  the next entry of any level, and `Chapter.section_end` gives its whole section.
+PyMuPDF must not run on two threads at once (its MuPDF context is shared), so all of
+its work here holds one lock: callers may run `read_pdf` in worker threads freely.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from bisect import bisect_left
+from dataclasses import dataclass
+from pathlib import Path
+
+import pymupdf
+
+from alexandria.errors import FailedPrecondition, InvalidArgument
+from services.ingest.documents import WORD_PATTERN, ExtractedBook
+from services.ingest.extract.plain import heading_line_level
+from services.ingest.extract.structure import (
+    PARAGRAPH_BREAK,
+    Block,
+    TocEntry,
+    choose_chapters,
+    clean_metadata,
+    normalise_space,
+    split_authors,
+)
+
+# Ligatures expanded ("ﬁ" -> "fi") so that words match what people type.
+_TEXT_FLAGS = pymupdf.TEXTFLAGS_BLOCKS & ~pymupdf.TEXT_PRESERVE_LIGATURES
+_BAND = 0.08  # top and bottom 8% of the page: where running headers and footers sit
+_RUNNING_MIN_PAGES = 3
+_RUNNING_SHARE = 0.3  # a band text on at least this share of the pages repeats, i.e. it is not content
+_DIGITS = re.compile(r"\d+")
+_ROMAN = re.compile(r"^[ivxlcdm]+$", re.IGNORECASE)
+_HYPHEN_BREAK = re.compile(r"([^\W\d_]+)-$")
+_WORD_START = re.compile(r"^([^\W\d_]+)")
+_COMPOUND = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
+_SENTENCE_END = (".", "!", "?", ":", ";", '"', "'", "\u201d", "\u2019", ")", "]")
+_PYMUPDF = threading.Lock()
+_TARGET_SLACK = 3.0  # points: an outline target a little below the top of its heading line still hits it
+
+
+@dataclass(frozen=True)
+class _RawBlock:
+    page: int  # 1-based
+    y0: float
+    lines: tuple[str, ...]
+    in_band: bool
+
+
+def _open(path: Path) -> pymupdf.Document:
+    try:
+        document = pymupdf.open(path, filetype="pdf")
+    except (pymupdf.FileDataError, pymupdf.EmptyFileError, RuntimeError) as exc:
+        raise InvalidArgument(
+            f"{path.name} is a damaged PDF ({exc}); it may be truncated or corrupt. "
+            "Download or export it again."
+        ) from None
+    if document.needs_pass:
+        document.close()
+        raise FailedPrecondition(
+            f"{path.name} is an encrypted PDF that needs a password; save an unprotected copy "
+            "(e.g. print it to PDF after opening it with its password) and ingest that."
+        )
+    if document.page_count == 0:
+        document.close()
+        raise InvalidArgument(f"{path.name} is a PDF with no pages; there is nothing to index.")
+    return document
+
+
+def _band_key(text: str) -> str:
+    """Text of a header/footer block with its numbers blanked, so `Page 3` and `Page 4` compare equal."""
+    flat = normalise_space(text).casefold()
+    return "#" if _ROMAN.match(flat) else _DIGITS.sub("#", flat)
+
+
+def _raw_blocks(document: pymupdf.Document) -> list[_RawBlock]:
+    blocks = []
+    for page in document:
+        height = page.rect.height
+        for x0, y0, x1, y1, text, _number, kind in page.get_text("blocks", flags=_TEXT_FLAGS):
+            lines = tuple(line.strip() for line in text.split("\n") if line.strip())
+            if kind != 0 or not lines:
+                continue
+            in_band = y1 <= height * _BAND or y0 >= height * (1 - _BAND)
+            blocks.append(_RawBlock(page.number + 1, y0, lines, in_band))
+    return blocks
+
+
+def _without_running_lines(blocks: list[_RawBlock], page_count: int) -> list[_RawBlock]:
+    """Blocks minus running headers/footers: band texts repeated on many pages, and bare page numbers."""
+    pages_with: dict[str, set[int]] = {}
+    for block in blocks:
+        if block.in_band:
+            pages_with.setdefault(_band_key(" ".join(block.lines)), set()).add(block.page)
+    needed = max(_RUNNING_MIN_PAGES, _RUNNING_SHARE * page_count)
+
+    def running(block: _RawBlock) -> bool:
+        text = " ".join(block.lines)
+        return block.in_band and (len(pages_with[_band_key(text)]) >= needed or text == str(block.page))
+
+    return [block for block in blocks if not running(block)]
+
+
+class _Dehyphenator:
+    """Decides, from the document's own words, whether `inter-` + `national` is one word."""
+
+    def __init__(self, blocks: list[_RawBlock]) -> None:
+        words: set[str] = set()
+        compounds: set[str] = set()
+        for block in blocks:
+            for line in block.lines:
+                inner = line.removesuffix("-")
+                words.update(w.casefold() for w in WORD_PATTERN.findall(inner))
+                compounds.update(c.casefold() for c in _COMPOUND.findall(inner))
+        self._words = words
+        self._compounds = compounds
+
+    def joins(self, left: str, right: str) -> str | None:
+        """What replaces the `-` ending `left` before `right`: "" (a broken word), "-" (a compound).
+
+        None when `left` does not end in a word and one hyphen (`--` is a dash).
+        """
+        head = _HYPHEN_BREAK.search(left)
+        tail = _WORD_START.match(right)
+        if head is None or tail is None or left.endswith("--"):
+            return None
+        if not right[0].islower():
+            return "-"  # Jean-/Pierre: hyphenation never splits before a capital
+        first, second = head.group(1).casefold(), tail.group(1).casefold()
+        if f"{first}-{second}" in self._compounds and first + second not in self._words:
+            return "-"
+        return ""
+
+
+def _join_lines(lines: tuple[str, ...], dehyphenate: _Dehyphenator) -> str:
+    text = lines[0]
+    for line in lines[1:]:
+        joined = dehyphenate.joins(text, line)
+        text = text + " " + line if joined is None else text[:-1] + joined + line
+    return text
+
+
+def _blocks(raw: list[_RawBlock]) -> list[Block]:
+    dehyphenate = _Dehyphenator(raw)
+    blocks: list[Block] = []
+    for block in raw:
+        text = _join_lines(block.lines, dehyphenate)
+        separator = PARAGRAPH_BREAK
+        if blocks and blocks[-1].page != block.page and text[0].islower():  # a paragraph running on
+            last = blocks[-1]
+            joined = dehyphenate.joins(last.text, text)
+            if joined is not None:
+                last.text = last.text[:-1] + joined
+                separator = ""
+            elif not last.text.endswith(_SENTENCE_END):
+                separator = " "
+        blocks.append(Block(text, block.page, heading_line_level(text), separator))
+    return blocks
+
+
+def _outline(document: pymupdf.Document, raw: list[_RawBlock]) -> list[TocEntry]:
+    """Outline entries placed on the first block at or below their target point (or the next page's first)."""
+    first_on_page: dict[int, int] = {}
+    for index, block in enumerate(raw):
+        first_on_page.setdefault(block.page, index)
+    pages = sorted(first_on_page)
+    entries = []
+    for level, title, page, destination in document.get_toc(simple=False):
+        if page < 1 or not normalise_space(title):
+            continue
+        target = destination.get("to") if isinstance(destination, dict) else None
+        top = target.y - _TARGET_SLACK if target is not None else float("-inf")
+        at = bisect_left(pages, page)
+        start = first_on_page[pages[at]] if at < len(pages) else len(raw)
+        block = next((i for i in range(start, len(raw)) if raw[i].page > page or raw[i].y0 >= top), None)
+        if block is not None:
+            entries.append(TocEntry(normalise_space(title), level, block))
+    return entries
+
+
+def _language(document: pymupdf.Document) -> str | None:
+    kind, value = document.xref_get_key(document.pdf_catalog(), "Lang")
+    return clean_metadata(value.strip("()")) if kind == "string" else None
+
+
+def read_pdf(path: Path) -> ExtractedBook:
+    """Text, page numbers, chapters and metadata of a PDF (its magic already checked)."""
+    with _PYMUPDF, _open(path) as document:
+        raw = _without_running_lines(_raw_blocks(document), document.page_count)
+        if not any(WORD_PATTERN.search(line) for block in raw for line in block.lines):
+            raise FailedPrecondition(
+                f"{path.name} has no text layer (a scan or images of pages); it needs OCR first "
+                "(e.g. `ocrmypdf in.pdf out.pdf`), then ingest the OCR'd copy."
+            )
+        toc = _outline(document, raw)
+        metadata = document.metadata or {}
+        title = clean_metadata(metadata.get("title"))
+        authors = split_authors(metadata.get("author"))
+        language = _language(document)
+    chapters, source = choose_chapters(_blocks(raw), toc, heading_max_level=2)
+    return ExtractedBook(str(path), "PDF", title, authors, language, chapters, source)

@@ -1,0 +1,288 @@
+"""Ingest as explicit stages: extract -> segment -> embed sentences -> chunk -> embed parents -> write.
+
+Sentences are embedded once, and everything else comes from those vectors: the
+neighbour similarities that place the chunk breaks, each chunk's dense vector (the
+normalised mean of its sentences' vectors, which covers the whole chunk where a direct
+embedding would stop at the model's window), and its sentence multivector, whose best
+match to a query is the score a reader sees. Only the chapter parents are embedded
+again, from a bounded opening of each chapter.
+
+`BookIngestor` runs them for one book and reports progress through a `Report`
+callback; the servicer turns reports into a stream. Blocking work (reading files,
+the store) runs in worker threads so the service keeps answering while a book is
+ingested. The model lives in the embedder service: this module only sends it texts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from alexandria.clients import EmbedderClient
+from alexandria.errors import AlreadyExists, InvalidArgument
+from alexandria.progress import progress_bar
+from alexandria.store import Store, StoredPoint
+from alexandria.store import schema as f
+from alexandria.store.lexical import encode_document
+from services.ingest.chunking import chunk_book, compare_thresholds, sample_chunks, validate_params
+from services.ingest.documents import (
+    Chunk,
+    ChunkedBook,
+    ChunkingParams,
+    ChunkingPreview,
+    ExtractedBook,
+    ParentChunk,
+    Sentence,
+    ThresholdReport,
+)
+from services.ingest.extract import extract_book
+from services.ingest.progress import Report
+from services.ingest.segment import segment, sentence_texts
+from services.ingest.writer import BookWriter, point_id
+
+log = logging.getLogger(__name__)
+
+# Texts per embedder call while embedding a book: big enough to keep the model's batches
+# full, small enough that progress moves every second or two on a CPU.
+EMBED_SLICE = 1024
+BYTES_PER_MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class BookFile:
+    """A book to ingest: its file and what is known of it before reading it."""
+
+    path: Path
+    format: str
+    book_key: str
+    title: str | None = None
+    authors: tuple[str, ...] = ()
+    language: str | None = None
+    calibre_id: int | None = None
+    extracted: ExtractedBook | None = None  # already read (local files are read once for their metadata)
+
+    @property
+    def size_mb(self) -> float:
+        return round(self.path.stat().st_size / BYTES_PER_MB, 2)
+
+
+def content_key(path: Path) -> str:
+    """A local file's book key: the sha256 of its bytes, so renaming or moving it changes nothing."""
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while block := file.read(1 << 20):
+            digest.update(block)
+    return f"sha256:{digest.hexdigest()}"
+
+
+@dataclass(frozen=True)
+class PreparedBook:
+    """A book read and split into sentences, with the similarity of each sentence to the next."""
+
+    book: ExtractedBook
+    sentences: list[Sentence]
+    vectors: np.ndarray  # one L2-normalised row per sentence
+    similarities: np.ndarray
+
+
+@dataclass
+class IngestOutcome:
+    """What one ingest did, in the contract's terms."""
+
+    title: str
+    author: str
+    language: str
+    format: str
+    book_key: str
+    collection: str
+    params: ChunkingParams
+    hierarchical: bool
+    file_size_mb: float
+    calibre_id: int | None
+    file_path: str
+    chunks: int = 0
+    parents: int = 0
+    truncated: int = 0
+    seconds: float = 0.0
+    steps: list[str] = field(default_factory=list)
+
+    @property
+    def progress(self) -> str:
+        return progress_bar(1.0)
+
+
+class BookIngestor:
+    def __init__(self, store: Store, embedder: EmbedderClient, on_written: Callable[[str], None]) -> None:
+        self.store = store
+        self.embedder = embedder
+        # Called with the collection after each book is written (index maintenance).
+        self.on_written = on_written
+        self._in_progress: set[tuple[str, str]] = set()
+
+    async def _embed(self, texts: Sequence[str], stage: str, report: Report) -> tuple[np.ndarray, int]:
+        """Vectors of `texts` in slices, reporting progress after each slice."""
+        parts, truncated = [], 0
+        for start in range(0, len(texts), EMBED_SLICE):
+            embedded = await self.embedder.embed_many(texts[start : start + EMBED_SLICE])
+            parts.append(embedded.vectors)
+            truncated += embedded.truncated
+            done = min(start + EMBED_SLICE, len(texts))
+            report(stage, done, len(texts), f"embedded {done:,} of {len(texts):,} {stage.removeprefix('embed ')}")
+        if not parts:
+            return np.zeros((0, 0), dtype=np.float32), 0
+        return np.concatenate(parts), truncated
+
+    async def prepare(self, source: BookFile, report: Report) -> PreparedBook:
+        """Extract, segment and embed the sentences once: what chunking at any threshold needs."""
+        report("extract", 0, 1, f"reading {source.path.name}")
+        book = source.extracted or await asyncio.to_thread(extract_book, source.path, source.format)
+        sentences = await asyncio.to_thread(segment, book)
+        report("extract", 1, 1, f"{len(book.chapters)} chapters, {len(sentences):,} sentences")
+        if not sentences:
+            raise InvalidArgument(
+                f"{source.path.name} has no text to index (no sentences were found); "
+                "if it is a scanned book it needs OCR first."
+            )
+        vectors, _ = await self._embed(sentence_texts(sentences), "embed sentences", report)
+        similarities = np.einsum("ij,ij->i", vectors[:-1], vectors[1:]) if len(vectors) > 1 else np.zeros(0)
+        return PreparedBook(book, sentences, vectors, similarities.astype(np.float32))
+
+    async def preview(self, source: BookFile, params: ChunkingParams, report: Report) -> tuple[PreparedBook, ChunkingPreview]:
+        prepared = await self.prepare(source, report)
+        chunked = chunk_book(prepared.book, prepared.sentences, prepared.similarities, params, hierarchical=True)
+        return prepared, sample_chunks(chunked)
+
+    async def compare(self, source: BookFile, min_size: int, max_size: int, report: Report) -> tuple[PreparedBook, ThresholdReport]:
+        validate_params(None, min_size, max_size)
+        prepared = await self.prepare(source, report)
+        return prepared, compare_thresholds(prepared.sentences, prepared.similarities, min_size or None, max_size or None)
+
+    async def ingest(
+        self,
+        source: BookFile,
+        collection: str,
+        params: ChunkingParams,
+        hierarchical: bool,
+        report: Report,
+    ) -> IngestOutcome:
+        """Ingest one book whole, or leave nothing of it visible."""
+        started = time.perf_counter()
+        writer = BookWriter(self.store, collection)
+        title = source.title or source.path.stem
+        key = (collection, source.book_key)
+        if key in self._in_progress:
+            raise AlreadyExists(f"'{title}' is being ingested into '{collection}' right now; wait for it to finish.")
+        await asyncio.to_thread(writer.refuse_if_ingested, source.book_key, title)
+        model = await self.embedder.model_info()
+        await asyncio.to_thread(writer.ensure_collection, model.dimension, model.name)
+        self._in_progress.add(key)
+        try:
+            outcome = IngestOutcome(
+                title=title,
+                author=" & ".join(source.authors),
+                language=source.language or "",
+                format=source.format,
+                book_key=source.book_key,
+                collection=collection,
+                params=params,
+                hierarchical=hierarchical,
+                file_size_mb=source.size_mb,
+                calibre_id=source.calibre_id,
+                file_path=str(source.path),
+            )
+            outcome.steps.append(f"📖 Found: '{title}' by {outcome.author or 'unknown author'} "
+                                 f"({source.format}, {outcome.file_size_mb} MB)")
+            prepared = await self.prepare(source, report)
+            outcome.language = outcome.language or prepared.book.language or ""
+            outcome.steps.append(f"📄 Extracted {len(prepared.book.chapters)} chapters "
+                                 f"({prepared.book.chapter_source}), {prepared.book.word_count:,} words, "
+                                 f"{len(prepared.sentences):,} sentences")
+            chunked = chunk_book(prepared.book, prepared.sentences, prepared.similarities, params, hierarchical)
+            outcome.chunks, outcome.parents = len(chunked.chunks), len(chunked.parents)
+            outcome.steps.append(
+                f"✂️ Cut {outcome.chunks:,} chunks" + (f" under {outcome.parents} chapters" if hierarchical else "")
+                + f" (threshold {params.threshold}, {params.min_chunk_size}-{params.max_chunk_size} words)"
+            )
+            parent_vectors, outcome.truncated = await self._embed(
+                [p.embed_text for p in chunked.parents], "embed parents", report)
+            outcome.steps.append(
+                f"🧠 Embedded {len(prepared.sentences):,} sentences and {len(chunked.parents)} chapter openings "
+                f"with {model.name} on {model.device}"
+            )
+            points = build_points(source, outcome, chunked, prepared.vectors, parent_vectors, model.name,
+                                  model.dimension)
+            report("write", 0, len(points), f"writing {len(points):,} points")
+            await asyncio.to_thread(writer.write, source.book_key, points)
+            report("write", len(points), len(points), f"wrote {len(points):,} points")
+            outcome.steps.append(f"💾 Wrote {len(points):,} points to '{collection}'")
+            outcome.steps.append("✅ Successfully ingested!")
+        finally:
+            self._in_progress.discard(key)
+        self.on_written(collection)
+        outcome.seconds = round(time.perf_counter() - started, 2)
+        return outcome
+
+
+def _locator_payload(chunk: Chunk | ParentChunk) -> dict:
+    locator = chunk.locator
+    payload = {f.CHAPTER_TITLE: locator.chapter_title, f.CHAPTER_INDEX: locator.chapter_index,
+               f.POSITION: locator.position}
+    if locator.page_start is not None:
+        payload[f.PAGE_START] = locator.page_start
+        payload[f.PAGE_END] = locator.page_end
+    return payload
+
+
+def build_points(
+    source: BookFile,
+    outcome: IngestOutcome,
+    chunked: ChunkedBook,
+    sentence_vectors: np.ndarray,
+    parent_vectors: np.ndarray,
+    model: str,
+    dimension: int,
+) -> list[StoredPoint]:
+    """Every point of a book, children first then parents, all written with COMPLETE false."""
+    book = {
+        f.BOOK_KEY: source.book_key,
+        f.BOOK_TITLE: outcome.title,
+        f.AUTHOR: outcome.author,
+        f.AUTHORS: list(source.authors),
+        f.LANGUAGE: outcome.language,
+        f.FILE_PATH: str(source.path),
+        f.FORMAT: source.format,
+        f.MODEL: model,
+        f.DIMENSION: dimension,
+        f.CHUNKING: {"threshold": chunked.params.threshold, "min_chunk_size": chunked.params.min_chunk_size,
+                     "max_chunk_size": chunked.params.max_chunk_size, "hierarchical": chunked.hierarchical},
+        f.INGESTED_AT: datetime.now(UTC).isoformat(timespec="seconds"),
+        f.COMPLETE: False,
+    }
+    if source.calibre_id is not None:
+        book[f.CALIBRE_ID] = source.calibre_id
+    parent_ids = [point_id(source.book_key, f.Level.PARENT, n) for n in range(len(chunked.parents))]
+    points = []
+    for n, chunk in enumerate(chunked.chunks):
+        payload = {**book, **_locator_payload(chunk), f.TEXT: chunk.text, f.LEVEL: str(chunk.level),
+                   f.WORD_COUNT: chunk.word_count, f.SEQUENCE_INDEX: chunk.sequence_index,
+                   f.SIBLING_COUNT: chunk.sibling_count}
+        if chunk.parent_index is not None:
+            payload[f.PARENT_ID] = parent_ids[chunk.parent_index]
+        sentences = sentence_vectors[chunk.first_sentence : chunk.end_sentence]
+        centroid = sentences.mean(axis=0)
+        points.append(StoredPoint(point_id(source.book_key, str(chunk.level), n),
+                                  centroid / np.linalg.norm(centroid), encode_document(chunk.text), payload,
+                                  sentences))
+    for n, parent in enumerate(chunked.parents):
+        payload = {**book, **_locator_payload(parent), f.TEXT: parent.text, f.LEVEL: str(f.Level.PARENT),
+                   f.WORD_COUNT: parent.word_count, f.SIBLING_COUNT: parent.child_count}
+        points.append(StoredPoint(parent_ids[n], parent_vectors[n], encode_document(parent.text), payload))
+    return points

@@ -1,0 +1,378 @@
+"""The ingest service: extract, chunk, embed and write books, streaming progress.
+
+The servicer maps protos to the pipeline (pipeline.py), the local-file roots
+(local_files.py) and the writer (writer.py), and back. Health is SERVING once the
+embedder answers: nothing can be ingested or chunked without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+from grpc import aio
+
+from alexandria.clients import EmbedderClient, ServiceClient
+from alexandria.errors import AlexandriaError, AlreadyExists, InvalidArgument
+from alexandria.grpc_server import ServiceServer, build_server
+from alexandria.progress import progress_bar
+from alexandria.settings import IngestSettings
+from alexandria.stack import wait_until_serving
+from alexandria.store import Filter, Store
+from alexandria.store import schema as f
+from alexandria.store.model import check_collection_name
+from alexandria.v1 import catalog_pb2, catalog_pb2_grpc, common_pb2, ingest_pb2, ingest_pb2_grpc
+from services.ingest.chunking import validate_params
+from services.ingest.documents import ChunkingParams, ChunkLocator
+from services.ingest.extract import extract_book
+from services.ingest.local_files import LocalRoots
+from services.ingest.pipeline import BookFile, BookIngestor, IngestOutcome, content_key
+from services.ingest.progress import Report, run_with_progress
+from services.ingest.writer import BookWriter
+
+log = logging.getLogger(__name__)
+
+BATCH_DEFAULT_LIMIT = 10
+EMBEDDER_WAIT_S = 600.0  # a large model on a cold node can take minutes to load
+BATCH_MAX_LIMIT = 50
+FORMATS = {"": "EPUB", "EPUB": "EPUB", "PDF": "PDF"}
+# How much of one book's ingest each stage stands for, so batch progress only moves forward.
+STAGE_WEIGHTS = {"extract": (0.0, 0.05), "embed sentences": (0.05, 0.85), "embed parents": (0.9, 0.05),
+                 "write": (0.95, 0.05)}
+
+
+def book_fraction(stage: str, done: int, total: int) -> float:
+    start, weight = STAGE_WEIGHTS.get(stage, (0.0, 0.0))
+    return start + weight * (done / total if total else 1.0)
+
+
+def format_preference(value: str) -> str:
+    try:
+        return FORMATS[value.strip().upper()]
+    except KeyError:
+        raise InvalidArgument(f"format_preference must be 'epub' or 'pdf', got {value!r}.") from None
+
+
+def locator_message(locator: ChunkLocator) -> common_pb2.Locator:
+    return common_pb2.Locator(chapter_title=locator.chapter_title, chapter_index=locator.chapter_index,
+                              position=locator.position, page_start=locator.page_start,
+                              page_end=locator.page_end)
+
+
+def params_message(params: ChunkingParams) -> common_pb2.ChunkingParams:
+    return common_pb2.ChunkingParams(threshold=params.threshold, min_chunk_size=params.min_chunk_size,
+                                     max_chunk_size=params.max_chunk_size)
+
+
+def result_message(outcome: IngestOutcome) -> ingest_pb2.IngestResult:
+    return ingest_pb2.IngestResult(
+        success=True, title=outcome.title, author=outcome.author, language=outcome.language,
+        chunks=outcome.chunks, parent_chunks=outcome.parents, hierarchical=outcome.hierarchical,
+        chunking_params=params_message(outcome.params), file_size_mb=outcome.file_size_mb,
+        collection=outcome.collection, format=outcome.format, progress=outcome.progress, steps=outcome.steps,
+        book_key=outcome.book_key, book_id=outcome.calibre_id, file_path=outcome.file_path,
+        truncated_chunks=outcome.truncated, seconds=outcome.seconds,
+    )
+
+
+class IndexMaintainer:
+    """Runs store.optimize() after books are written, one collection at a time, off the event loop."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._pending: set[str] = set()
+        self._task: asyncio.Task | None = None
+
+    def request(self, collection: str) -> None:
+        self._pending.add(collection)
+        if self._task is None or self._task.done():
+            self._task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        while self._pending:
+            collection = self._pending.pop()
+            try:
+                await asyncio.to_thread(self.store.optimize, collection)
+            except Exception:  # indexing is an optimisation; queries stay correct without it
+                log.exception("optimizing %s failed", collection)
+
+    async def drain(self) -> None:
+        if self._task is not None:
+            await self._task
+
+
+class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
+    def __init__(self, settings: IngestSettings, store: Store, embedder: EmbedderClient,
+                 catalog: ServiceClient, indexer: IndexMaintainer) -> None:
+        self.settings = settings
+        self.store = store
+        self.catalog = catalog
+        self.roots = LocalRoots.from_settings(settings)
+        self.ingestor = BookIngestor(store, embedder, indexer.request)
+
+    def _collection(self, name: str) -> str:
+        return check_collection_name(name.strip() or self.settings.store.qdrant_collection)
+
+    def _options(self, options: ingest_pb2.IngestOptions) -> tuple[str, ChunkingParams, bool, str]:
+        params = validate_params(options.chunking.threshold, options.chunking.min_chunk_size,
+                                 options.chunking.max_chunk_size)
+        hierarchical = options.hierarchical if options.HasField("hierarchical") else True
+        return self._collection(options.collection), params, hierarchical, format_preference(options.format_preference)
+
+    async def _calibre_book(self, book_id: int, preferred_format: str) -> BookFile:
+        resolved = await self.catalog.call(
+            "ResolveBookFile", catalog_pb2.ResolveBookFileRequest(book_id=book_id, format_preference=preferred_format))
+        book = resolved.book
+        return BookFile(Path(resolved.file_path), resolved.format, book.uuid, book.title, tuple(book.authors),
+                        book.language or None, book.id)
+
+    async def _local_book(self, file_path: str, title: str = "", author: str = "", language: str = "") -> BookFile:
+        path, fmt = self.roots.file(file_path)
+        key = await asyncio.to_thread(content_key, path)
+        extracted = await asyncio.to_thread(extract_book, path, fmt)
+        authors = tuple(a.strip() for a in author.split("&") if a.strip()) if author.strip() else extracted.authors
+        return BookFile(path, fmt, key, title.strip() or extracted.title, authors,
+                        language.strip() or extracted.language, None, extracted)
+
+    async def _source(self, source: ingest_pb2.BookSource) -> BookFile:
+        kind = source.WhichOneof("source")
+        if kind == "book_id":
+            return await self._calibre_book(source.book_id, format_preference(source.format_preference))
+        if kind == "file_path":
+            return await self._local_book(source.file_path)
+        raise InvalidArgument("Give a book: either book_id (a Calibre id) or file_path (a local file).")
+
+    @staticmethod
+    async def _stream(work: Callable[[Report], Awaitable], wrap: Callable) -> AsyncIterator:
+        async for item in run_with_progress(work):
+            yield wrap(progress=item) if isinstance(item, common_pb2.Progress) else wrap(result=item)
+
+    async def IngestBook(self, request: ingest_pb2.IngestBookRequest, context: aio.ServicerContext):
+        collection, params, hierarchical, fmt = self._options(request.options)
+
+        async def work(report: Report) -> ingest_pb2.IngestResult:
+            source = await self._calibre_book(request.book_id, fmt)
+            return result_message(await self.ingestor.ingest(source, collection, params, hierarchical, report))
+
+        async for event in self._stream(work, ingest_pb2.IngestEvent):
+            yield event
+
+    async def IngestFile(self, request: ingest_pb2.IngestFileRequest, context: aio.ServicerContext):
+        collection, params, hierarchical, _ = self._options(request.options)
+
+        async def work(report: Report) -> ingest_pb2.IngestResult:
+            report("extract", 0, 1, "reading the file's metadata")
+            source = await self._local_book(request.file_path, request.title, request.author, request.language)
+            await asyncio.to_thread(BookWriter(self.store, collection).refuse_if_ingested, source.book_key,
+                                    source.title or source.path.name)
+            missing = [name for name, value in (("title", source.title), ("author", source.authors)) if not value]
+            if missing:
+                return needs_metadata_result(source, missing)
+            return result_message(await self.ingestor.ingest(source, collection, params, hierarchical, report))
+
+        async for event in self._stream(work, ingest_pb2.IngestEvent):
+            yield event
+
+    async def BatchIngest(self, request: ingest_pb2.BatchIngestRequest, context: aio.ServicerContext):
+        collection, params, hierarchical, fmt = self._options(request.options)
+        rows: list[ingest_pb2.BatchIngestRow] = []
+        queue: asyncio.Queue = asyncio.Queue()
+
+        async def work(report: Report) -> ingest_pb2.BatchIngestResult:
+            books = await self._batch_books(request)
+            for n, (book_id, title, author) in enumerate(books):
+                def book_report(stage: str, done: int, total: int, message: str = "", n=n, title=title) -> None:
+                    report("batch", round(1000 * (n + book_fraction(stage, done, total))), 1000 * len(books),
+                           f"{n + 1}/{len(books)} {title}: {message}")
+
+                row = await self._batch_one(book_id, title, author, collection, params, hierarchical, fmt, book_report)
+                rows.append(row)
+                queue.put_nowait(row)
+                report("batch", 1000 * (n + 1), 1000 * len(books), f"{n + 1}/{len(books)} {title}: {row_status(row)}")
+            return batch_result(rows)
+
+        async for item in run_with_progress(work):
+            while not queue.empty():
+                yield ingest_pb2.BatchIngestEvent(row=queue.get_nowait())
+            if isinstance(item, common_pb2.Progress):
+                yield ingest_pb2.BatchIngestEvent(progress=item)
+            else:
+                yield ingest_pb2.BatchIngestEvent(result=item)
+
+    async def _batch_books(self, request: ingest_pb2.BatchIngestRequest) -> list[tuple[int, str, str]]:
+        """(id, title, author) of the books a batch covers: the ids given, else a catalog search."""
+        limit = request.limit if request.limit > 0 else BATCH_DEFAULT_LIMIT
+        limit = min(limit, BATCH_MAX_LIMIT)
+        if request.book_ids:
+            return [(book_id, f"book {book_id}", "") for book_id in list(dict.fromkeys(request.book_ids))[:limit]]
+        if not (request.author or request.title or request.language):
+            raise InvalidArgument("Say which books to ingest: book_ids, or an author, title or language to search by.")
+        found = await self.catalog.call("SearchBooks", catalog_pb2.SearchBooksRequest(
+            author=request.author, title=request.title, language=request.language, limit=limit))
+        return [(b.id, b.title, b.author) for b in found.books]
+
+    async def _batch_one(self, book_id: int, title: str, author: str, collection: str, params: ChunkingParams,
+                         hierarchical: bool, fmt: str, report: Report) -> ingest_pb2.BatchIngestRow:
+        """One book of a batch; whatever happens to it, the batch goes on."""
+        row = ingest_pb2.BatchIngestRow(id=book_id, title=title, author=author)
+        try:
+            source = await self._calibre_book(book_id, fmt)
+            row.title, row.author = source.title or title, " & ".join(source.authors)
+            outcome = await self.ingestor.ingest(source, collection, params, hierarchical, report)
+        except AlreadyExists as exc:
+            row.status, row.error = ingest_pb2.BATCH_STATUS_SKIPPED, exc.message
+        except AlexandriaError as exc:
+            row.status, row.error = ingest_pb2.BATCH_STATUS_FAILED, exc.message
+        except Exception:  # one bad book never stops the batch; the log has the details
+            log.exception("batch ingest of book %d failed", book_id)
+            row.status, row.error = ingest_pb2.BATCH_STATUS_FAILED, "Internal error; the ingest service log has details."
+        else:
+            row.status, row.chunks = ingest_pb2.BATCH_STATUS_SUCCESS, outcome.chunks
+        return row
+
+    async def TestChunking(self, request: ingest_pb2.TestChunkingRequest, context: aio.ServicerContext):
+        params = validate_params(request.chunking.threshold, request.chunking.min_chunk_size,
+                                 request.chunking.max_chunk_size)
+
+        async def work(report: Report) -> ingest_pb2.TestChunkingResult:
+            source = await self._source(request.source)
+            prepared, preview = await self.ingestor.preview(source, params, report)
+            stats = preview.stats
+            return ingest_pb2.TestChunkingResult(
+                success=True, title=source.title or prepared.book.title or source.path.name,
+                author=" & ".join(source.authors),
+                parameters=ingest_pb2.ChunkingParameters(threshold=params.threshold, min=params.min_chunk_size,
+                                                         max=params.max_chunk_size),
+                stats=ingest_pb2.ChunkStats(total_chunks=stats.total_chunks, avg_words=stats.avg_words,
+                                            min_words=stats.min_words, max_words=stats.max_words),
+                samples=[ingest_pb2.ChunkSample(chunk_num=s.chunk_num, words=s.words, text=s.text,
+                                                locator=locator_message(s.locator)) for s in preview.samples],
+                chapters=len(prepared.book.chapters), total_sentences=len(prepared.sentences),
+                total_words=prepared.book.word_count, format=source.format,
+            )
+
+        async for event in self._stream(work, ingest_pb2.TestChunkingEvent):
+            yield event
+
+    async def CompareChunking(self, request: ingest_pb2.CompareChunkingRequest, context: aio.ServicerContext):
+        validate_params(None, request.min_chunk_size, request.max_chunk_size)
+
+        async def work(report: Report) -> ingest_pb2.CompareChunkingResult:
+            source = await self._source(request.source)
+            prepared, result = await self.ingestor.compare(source, request.min_chunk_size,
+                                                           request.max_chunk_size, report)
+            d = result.similarity_distribution
+            return ingest_pb2.CompareChunkingResult(
+                success=True, title=source.title or prepared.book.title or source.path.name,
+                author=" & ".join(source.authors), total_sentences=result.total_sentences,
+                total_words=result.total_words,
+                similarity_distribution=ingest_pb2.SimilarityDistribution(min=d.min, max=d.max, mean=d.mean,
+                                                                          median=d.median),
+                comparisons=[
+                    ingest_pb2.ThresholdComparison(
+                        threshold=c.threshold, chunks=c.chunks, avg_words=c.avg_words, coherence=c.coherence,
+                        semantic_breaks=c.semantic_breaks, forced_breaks=c.forced_breaks,
+                        sample_breaks=[ingest_pb2.SampleBreak(sentence_index=b.sentence_index,
+                                                              similarity=b.similarity, before=b.before,
+                                                              after=b.after) for b in c.sample_breaks])
+                    for c in result.comparisons
+                ],
+                recommendation=result.recommendation, recommendation_reason=result.recommendation_reason,
+            )
+
+        async for event in self._stream(work, ingest_pb2.CompareChunkingEvent):
+            yield event
+
+    async def BrowseLocal(self, request: ingest_pb2.BrowseLocalRequest, context: aio.ServicerContext):
+        folder, files = await asyncio.to_thread(self.roots.browse, request.path or None, request.recursive)
+        return ingest_pb2.BrowseLocalResponse(
+            path=str(folder), count=len(files),
+            files=[ingest_pb2.LocalFile(name=x.name, size_mb=x.size_mb, format=x.format, full_path=x.full_path)
+                   for x in files])
+
+    async def RemoveBook(self, request: ingest_pb2.RemoveBookRequest, context: aio.ServicerContext):
+        collection = self._collection(request.collection)
+        writer = BookWriter(self.store, collection)
+        kind = request.WhichOneof("book")
+        if kind == "book_id":
+            where, what = Filter(must={f.CALIBRE_ID: request.book_id}), f"Calibre book id {request.book_id}"
+        elif kind == "file_path":
+            where, what = await self._local_filter(request.file_path), f"file {request.file_path}"
+        else:
+            raise InvalidArgument("Say which book to remove: book_id (Calibre id) or file_path.")
+        key, title, author = await asyncio.to_thread(writer.find_book_key, where, what)
+        removed = await asyncio.to_thread(writer.remove, key, title, author)
+        return ingest_pb2.RemoveBookResponse(success=True, title=removed.title, author=removed.author,
+                                             book_key=removed.book_key, chunks_removed=removed.points,
+                                             collection=collection)
+
+    async def _local_filter(self, file_path: str) -> Filter:
+        """A local book by its content when the file is still there, else by the path it was ingested from."""
+        try:
+            path, _ = self.roots.file(file_path)
+        except AlexandriaError as exc:
+            if "not found" not in exc.message.lower():
+                raise
+            return Filter(must={f.FILE_PATH: file_path})
+        return Filter(must={f.BOOK_KEY: await asyncio.to_thread(content_key, path)})
+
+
+def row_status(row: ingest_pb2.BatchIngestRow) -> str:
+    return ingest_pb2.BatchStatus.Name(row.status).removeprefix("BATCH_STATUS_").lower()
+
+
+def batch_result(rows: list[ingest_pb2.BatchIngestRow]) -> ingest_pb2.BatchIngestResult:
+    counts = {status: sum(1 for r in rows if r.status == status) for status in
+              (ingest_pb2.BATCH_STATUS_SUCCESS, ingest_pb2.BATCH_STATUS_SKIPPED, ingest_pb2.BATCH_STATUS_FAILED)}
+    succeeded, skipped, failed = counts.values()
+    return ingest_pb2.BatchIngestResult(
+        total=len(rows), succeeded=succeeded, skipped=skipped, failed=failed, results=rows,
+        summary=f"📚 Batch ingest complete: {succeeded}/{len(rows)} succeeded, {skipped} skipped, {failed} failed",
+    )
+
+
+def needs_metadata_result(source: BookFile, missing: list[str]) -> ingest_pb2.IngestResult:
+    call = ", ".join([f'file_path="{source.path}"', *(f'{name}="..."' for name in missing)])
+    extracted = source.extracted
+    return ingest_pb2.IngestResult(
+        success=False, needs_metadata=True, file_path=str(source.path), file_name=source.path.name,
+        file_size_mb=source.size_mb, format=source.format, book_key=source.book_key,
+        extracted=ingest_pb2.ExtractedMetadata(title=extracted.title if extracted else None,
+                                               author=extracted.author if extracted else None,
+                                               language=extracted.language if extracted else None),
+        missing_fields=missing, progress=progress_bar(0.5),
+        steps=[f"📖 Read '{source.path.name}' ({source.format}, {source.size_mb} MB)",
+               f"⚠️ The file names no {' and no '.join(missing)}"],
+        error=f"Missing required metadata: {', '.join(missing)}. Please provide: alexandria_ingest_file({call})",
+    )
+
+
+def create_server(settings: IngestSettings, store: Store) -> ServiceServer:
+    """The ingest server; SERVING once the embedder answers."""
+    embedder = EmbedderClient(settings.embedder_addr, settings.clients)
+    catalog = ServiceClient("catalog", settings.catalog_addr, catalog_pb2_grpc.CatalogServiceStub, settings.clients)
+    indexer = IndexMaintainer(store)
+    servicer = IngestServicer(settings, store, embedder, catalog, indexer)
+    service = build_server(
+        "ingest", settings.ingest_listen,
+        lambda server: ingest_pb2_grpc.add_IngestServiceServicer_to_server(servicer, server),
+        [ingest_pb2.DESCRIPTOR.services_by_name["IngestService"].full_name],
+    )
+
+    async def become_ready() -> None:
+        async def wait_for_embedder() -> None:
+            await wait_until_serving(settings.embedder_addr, EMBEDDER_WAIT_S)
+            info = await embedder.model_info(wait_for_ready=True)
+            log.info("embedder ready: %s (%d dims) on %s", info.name, info.dimension, info.device)
+            await service.health.set_serving(True)
+
+        service.on_stop.append(embedder.close)
+        service.on_stop.append(catalog.close)
+        service.on_stop.append(indexer.drain)
+        asyncio.ensure_future(wait_for_embedder())
+
+    service.on_start.append(become_ready)
+    return service
+
