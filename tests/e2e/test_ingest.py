@@ -1,0 +1,142 @@
+"""Ingest through the MCP gateway against the real stack, as a user would drive it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from conftest import SHARED_LIBRARY, require_shared
+from e2e.mcp_calls import call
+from e2e.stack import RunningStack, start_stack
+
+MACBETH = 6
+HAMLET = 5
+GUIDES = (7, 8)
+
+
+@pytest.fixture(autouse=True)
+def _needs_shared() -> None:
+    require_shared()
+
+
+async def points(client: Client) -> int:
+    stats, _ = await call(client, "alexandria_stats")
+    return stats["qdrant"]["points_count"] if stats["qdrant"]["connected"] else 0
+
+
+async def test_ingest_refuse_duplicate_remove_and_reingest_with_other_parameters(stack: RunningStack) -> None:
+    async with Client(stack.mcp_url) as client:
+        progress: list = []
+        first, is_error = await call(client, "alexandria_ingest", {"book_id": MACBETH, "format_preference": "pdf"},
+                                     progress)
+        assert not is_error, first
+        assert first["success"] is True and first["title"] == "Macbeth" and first["format"] == "PDF"
+        assert first["author"] == "William Shakespeare & Thomas Middleton" and first["language"] == "eng"
+        assert first["chunks"] > 0 and first["hierarchical"] is True and first["collection"] == "alexandria"
+        assert first["chunking_params"] == {"threshold": 0.55, "min_chunk_size": 200, "max_chunk_size": 1200}
+        assert first["progress"].endswith("100%") and first["steps"][-1] == "✅ Successfully ingested!"
+        assert progress and progress[-1][0] == progress[-1][1], "progress notifications reach the client"
+        assert [p[0] for p in progress] == sorted(p[0] for p in progress)
+        count = await points(client)
+
+        again, is_error = await call(client, "alexandria_ingest", {"book_id": MACBETH, "format_preference": "pdf"})
+        assert is_error and again["success"] is False and "already ingested" in again["error"]
+        assert await points(client) == count
+
+        removed, is_error = await call(client, "alexandria_remove", {"book_id": MACBETH})
+        assert not is_error and removed["title"] == "Macbeth"
+        assert removed["chunks_removed"] == first["chunks"] + first["parent_chunks"]
+        assert await points(client) == count - removed["chunks_removed"]
+
+        finer, is_error = await call(client, "alexandria_ingest", {
+            "book_id": MACBETH, "format_preference": "pdf", "threshold": 0.4, "min_chunk_size": 60,
+            "max_chunk_size": 300})
+        assert not is_error, finer
+        assert finer["chunks"] > first["chunks"]
+        assert await points(client) == count - removed["chunks_removed"] + finer["chunks"] + finer["parent_chunks"]
+
+
+async def test_batch_ingest_reports_each_book_and_progress(stack: RunningStack) -> None:
+    async with Client(stack.mcp_url) as client:
+        progress: list = []
+        batch, is_error = await call(client, "alexandria_batch_ingest", {"book_ids": [*GUIDES, 999]}, progress)
+    assert not is_error, batch
+    assert (batch["total"], batch["succeeded"], batch["failed"]) == (3, 2, 1)
+    rows = {row["id"]: row for row in batch["results"]}
+    assert rows[7]["status"] == "success" and rows[7]["chunks"] > 0 and rows[7]["title"] == "Quick Start Guide"
+    assert rows[999]["status"] == "failed" and "999" in rows[999]["error"]
+    assert batch["summary"] == "📚 Batch ingest complete: 2/3 succeeded, 0 skipped, 1 failed"
+    assert len(progress) >= 6 and any("Kurzanleitung" in (m or "") for _, _, m in progress)
+
+
+async def test_local_file_needs_metadata_then_ingests(stack: RunningStack, inbox: Path) -> None:
+    pdf = str(inbox / "julius_caesar.pdf")
+    async with Client(stack.mcp_url) as client:
+        asked, is_error = await call(client, "alexandria_ingest_file", {"file_path": pdf})
+        assert is_error and asked["needs_metadata"] is True and asked["success"] is False
+        assert asked["missing_fields"] == ["title", "author"] and asked["format"] == "PDF"
+        assert asked["file_name"] == "julius_caesar.pdf" and "alexandria_ingest_file(" in asked["error"]
+        done, is_error = await call(client, "alexandria_ingest_file", {
+            "file_path": pdf, "title": "Julius Caesar", "author": "William Shakespeare"})
+        assert not is_error, done
+        assert done["title"] == "Julius Caesar" and done["format"] == "PDF" and done["chunks"] > 0
+
+
+@pytest.mark.parametrize("escape", ["../../etc/passwd", "/etc/passwd", "{inbox}/../outside.txt", "{inbox}/link.txt"])
+async def test_paths_outside_the_allowed_folder_are_refused(stack: RunningStack, inbox: Path, escape: str) -> None:
+    outside = inbox.parent / "outside.txt"
+    outside.write_text("secret")
+    link = inbox / "link.txt"
+    if not link.exists():
+        link.symlink_to(outside)
+    async with Client(stack.mcp_url) as client:
+        for tool in ("alexandria_ingest_file", "alexandria_test_chunking_file"):
+            result, is_error = await call(client, tool, {"file_path": escape.format(inbox=inbox)})
+            assert is_error and "outside the allowed folders" in result["error"], result
+            assert str(inbox) in result["error"]
+        listed, is_error = await call(client, "alexandria_browse_local", {"path": "/etc"})
+        assert is_error and "outside the allowed folders" in listed["error"]
+
+
+async def test_an_ingest_killed_half_way_leaves_nothing_searchable(tmp_path: Path, inbox: Path) -> None:
+    data_dir = tmp_path / "var"
+    first = start_stack(data_dir, SHARED_LIBRARY, inbox)
+    writing = asyncio.Event()
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        if message and message.startswith("writing"):
+            writing.set()
+
+    try:
+        async with Client(first.mcp_url) as client:
+            ingest = asyncio.ensure_future(client.call_tool("alexandria_ingest", {"book_id": HAMLET},
+                                                            progress_callback=on_progress))
+            await asyncio.wait_for(writing.wait(), timeout=600)
+            os.kill(_services_pid(first), signal.SIGKILL)
+            await asyncio.wait([ingest], timeout=60)
+    finally:
+        first.stop()
+    second = start_stack(data_dir, SHARED_LIBRARY, inbox)
+    try:
+        async with Client(second.mcp_url) as client:
+            found, is_error = await call(client, "alexandria_query", {
+                "query": "To be, or not to be", "book_id": HAMLET, "threshold": 0.0, "search_mode": "lexical"})
+            assert (is_error and "ingest" in found["error"].lower()) or found["result_count"] == 0, found
+            retried, is_error = await call(client, "alexandria_ingest", {"book_id": HAMLET})
+            assert not is_error, retried
+            assert await points(client) == retried["chunks"] + retried["parent_chunks"], "leftovers were cleaned"
+    finally:
+        second.stop()
+
+
+def _services_pid(stack: RunningStack) -> int:
+    for task in Path(f"/proc/{stack.process.pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            if b"ingest" in Path(f"/proc/{child}/cmdline").read_bytes():
+                return int(child)
+    raise AssertionError("no ingest process")
