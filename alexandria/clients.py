@@ -116,10 +116,10 @@ class EmbeddedTexts:
 class EmbedderClient(ServiceClient):
     """The embedder's client, decoding packed float32 vectors into numpy arrays."""
 
-    def __init__(self, address: str, settings: ClientSettings, stream_chunk: int = 512) -> None:
+    def __init__(self, address: str, settings: ClientSettings) -> None:
         super().__init__("embedder", address, embedder_pb2_grpc.EmbedderServiceStub, settings)
         # Texts per message; the server refuses more than 4096 in one message.
-        self.stream_chunk = stream_chunk
+        self.stream_chunk = settings.embed_stream_chunk
 
     async def model_info(self, wait_for_ready: bool = False) -> embedder_pb2.ModelInfo:
         return await self.call("GetModelInfo", embedder_pb2.GetModelInfoRequest(), wait_for_ready=wait_for_ready)

@@ -53,6 +53,7 @@ class ClientSettings(_Env):
     embed_timeout_s: float = 300.0
     long_rpc_timeout_s: float = 6 * 3600.0
     rpc_retry_attempts: int = 4
+    embed_stream_chunk: int = Field(512, ge=1, le=4096, description="Texts per message when embedding many.")
 
 
 class EmbedderSettings(_Env):
@@ -63,7 +64,6 @@ class EmbedderSettings(_Env):
     embedder_max_batch: int = Field(64, ge=1, le=4096)
     embedder_batch_wait_ms: float = Field(2.0, ge=0, le=100)
     embedder_queue_limit: int = Field(20000, ge=1, description="Texts waiting at once before RESOURCE_EXHAUSTED.")
-    embedder_stream_chunk: int = Field(512, ge=1, description="Texts per message in streamed embedding.")
 
 
 class CatalogSettings(_Env):

@@ -1,3 +1,5 @@
-from services.catalog.server import main
+"""`python -m services.catalog`: run the catalog service alone (see services/host.py)."""
 
-main()
+from services.host import main
+
+main(["catalog"])

@@ -18,10 +18,9 @@ from typing import Any, TypeVar
 from grpc import aio
 
 from alexandria.errors import FailedPrecondition, InvalidArgument, Unavailable
-from alexandria.grpc_server import Health, ServiceServer, build_server, serve_until_signal
-from alexandria.logs import configure_logging
-from alexandria.settings import CatalogSettings, CommonSettings
-from alexandria.store import Store, open_store
+from alexandria.grpc_server import Health, ServiceServer, build_server
+from alexandria.settings import CatalogSettings
+from alexandria.store import Store
 from alexandria.v1 import catalog_pb2, catalog_pb2_grpc
 from services.catalog.library import (
     PREVIEW_LIMIT,
@@ -215,19 +214,3 @@ def create_server(settings: CatalogSettings, store: Store | None = None) -> Serv
     server.on_start.append(servicer.check_library)
     return server
 
-
-def main() -> None:
-    """Run the catalog service alone (with a Qdrant server; on the embedded store `python -m services` shares it)."""
-    common = CommonSettings()
-    configure_logging("catalog", common.alexandria_log_level)
-    settings = CatalogSettings()
-    store = open_store(settings.store)
-
-    async def serve() -> None:
-        # Inside the loop: a grpc.aio server belongs to the event loop it is created in.
-        await serve_until_signal([create_server(settings, store=store)])
-
-    try:
-        asyncio.run(serve())
-    finally:
-        store.close()

@@ -1,0 +1,271 @@
+"""Dynamic micro-batching in front of one model worker thread.
+
+Callers `await batcher.embed(texts)`. The batcher cuts and merges what is waiting into model
+batches of at most `max_batch` texts and runs them one at a time in a single worker thread: the
+asyncio loop stays free, and torch never has two callers competing for the same cores.
+
+- Small requests (one batch or less: queries) are merged: whatever arrived while the model was
+  busy goes into the next batch. When the last batch merged several callers (a burst is under
+  way), the next batch also waits up to `wait_s` for as many callers to be waiting, or for a full
+  batch: callers that just got their answers tend to come straight back, and one batch of 32
+  costs far less than a batch of 1 followed by one of 31. A lone caller is never delayed.
+- Small requests go ahead of large ones, so queries stay fast while a book is being ingested.
+- Large requests are cut into batches of similar length (longest first) to waste less padding;
+  results come back in input order.
+- At most `queue_limit` texts are admitted at once; past that, callers get ResourceExhausted
+  instead of the process growing without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+
+import numpy as np
+
+from alexandria.errors import ResourceExhausted, Unavailable
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EncodedBatch:
+    """What an encode function returns for one batch: one row per text, in the order given."""
+
+    vectors: np.ndarray  # (n, dimension) float32
+    truncated: np.ndarray  # (n,) bool: the text was cut to the model's maximum length
+
+
+EncodeFn = Callable[[list[str]], EncodedBatch]
+
+
+@dataclass(frozen=True)
+class Embeddings:
+    """One request's result: its vectors in input order and how many of its texts were truncated."""
+
+    vectors: np.ndarray
+    truncated: int
+
+
+@dataclass(eq=False)
+class _Request:
+    texts: Sequence[str]
+    order: np.ndarray  # positions in `texts`, longest text first
+    vectors: np.ndarray
+    future: asyncio.Future[Embeddings]
+    taken: int = 0  # texts handed to a batch so far, in `order`
+    finished: int = 0
+    truncated: int = 0
+
+    @property
+    def untaken(self) -> int:
+        return len(self.texts) - self.taken
+
+
+@dataclass(frozen=True)
+class _Slice:
+    request: _Request
+    start: int  # into request.order
+    stop: int
+
+    @property
+    def texts(self) -> list[str]:
+        return [self.request.texts[i] for i in self.request.order[self.start : self.stop]]
+
+
+@dataclass
+class _Batch:
+    slices: list[_Slice] = field(default_factory=list)
+
+    @property
+    def texts(self) -> list[str]:
+        return [text for piece in self.slices for text in piece.texts]
+
+
+class MicroBatcher:
+    """Merges and splits concurrent embedding requests into model batches run by one worker thread."""
+
+    def __init__(
+        self, encode: EncodeFn, *, dimension: int, max_batch: int, wait_s: float, queue_limit: int
+    ) -> None:
+        self._encode = encode
+        self._dimension = dimension
+        self._max_batch = max_batch
+        self._wait_s = wait_s
+        self._queue_limit = queue_limit
+        self._small: deque[_Request] = deque()
+        self._large: deque[_Request] = deque()
+        self._admitted = 0  # texts accepted and not yet answered
+        self._queued = 0  # texts not yet handed to the model
+        self._work_waiting = asyncio.Event()
+        self._batch_full = asyncio.Event()
+        self._arrived = asyncio.Event()
+        self._last_batch_callers = 0
+        self._running = _Batch()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder-model")
+        self._collector: asyncio.Task[None] | None = None
+        self._closed = False
+
+    @property
+    def admitted(self) -> int:
+        """Texts accepted and not yet answered (what counts against the queue limit)."""
+        return self._admitted
+
+    def start(self) -> None:
+        """Start collecting batches; call from the event loop that will call `embed`."""
+        self._collector = asyncio.get_running_loop().create_task(self._collect(), name="embedder-batcher")
+
+    async def close(self) -> None:
+        """Stop: requests not yet answered fail with Unavailable; a batch already running finishes."""
+        self._closed = True
+        unanswered = [*(piece.request for piece in self._running.slices), *self._small, *self._large]
+        if self._collector is not None:
+            self._collector.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._collector
+        shutting_down = Unavailable("The embedder is shutting down; retry, another replica will answer.")
+        for request in unanswered:
+            if not request.future.done():
+                request.future.set_exception(shutting_down)
+        self._small.clear()
+        self._large.clear()
+        await asyncio.to_thread(self._executor.shutdown, wait=True)
+
+    async def embed(self, texts: Sequence[str]) -> Embeddings:
+        """Embed `texts` (any number up to the queue limit); raise ResourceExhausted when full."""
+        count = len(texts)
+        if count == 0:
+            return Embeddings(np.empty((0, self._dimension), np.float32), 0)
+        self._admit(count)
+        lengths = np.fromiter((len(text) for text in texts), dtype=np.int64, count=count)
+        request = _Request(
+            texts=texts,
+            order=np.argsort(-lengths, kind="stable"),
+            vectors=np.empty((count, self._dimension), np.float32),
+            future=asyncio.get_running_loop().create_future(),
+        )
+        # Runs on success, failure and cancellation alike (a caller that went away frees its room).
+        request.future.add_done_callback(partial(self._release, request))
+        (self._small if count <= self._max_batch else self._large).append(request)
+        self._queued += count
+        self._update_events()
+        self._arrived.set()
+        return await request.future
+
+    def _admit(self, count: int) -> None:
+        if self._closed:
+            raise Unavailable("The embedder is shutting down; retry, another replica will answer.")
+        if count > self._queue_limit:
+            raise ResourceExhausted(
+                f"{count} texts in one request exceed the embedder's queue of {self._queue_limit} texts "
+                "(EMBEDDER_QUEUE_LIMIT); send them in smaller requests."
+            )
+        if self._admitted + count > self._queue_limit:
+            raise ResourceExhausted(
+                f"The embedder is at capacity: {self._admitted} of {self._queue_limit} texts "
+                "(EMBEDDER_QUEUE_LIMIT) are waiting; retry with backoff, or add embedder replicas."
+            )
+        self._admitted += count
+
+    def _release(self, request: _Request, _future: asyncio.Future[Embeddings]) -> None:
+        self._admitted -= len(request.texts)
+        self._drop_untaken(request)
+
+    def _drop_untaken(self, request: _Request) -> None:
+        if request.untaken:
+            self._queued -= request.untaken
+            request.taken = len(request.texts)
+            self._update_events()
+
+    def _update_events(self) -> None:
+        if self._queued:
+            self._work_waiting.set()
+        else:
+            self._work_waiting.clear()
+        if self._queued >= self._max_batch:
+            self._batch_full.set()
+        else:
+            self._batch_full.clear()
+
+    async def _collect(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._work_waiting.wait()
+            await self._merge_window()
+            batch = self._take_batch()
+            if not batch.slices:
+                continue  # everything waiting had been cancelled
+            texts = batch.texts
+            self._last_batch_callers = len(batch.slices)
+            self._running = batch
+            started = time.perf_counter()
+            try:
+                encoded = await loop.run_in_executor(self._executor, self._encode, texts)
+            except Exception as exc:
+                log.exception("encoding a batch of %d texts failed", len(texts))
+                for piece in batch.slices:
+                    if not piece.request.future.done():
+                        piece.request.future.set_exception(exc)
+                continue
+            finally:
+                self._running = _Batch()
+            log.debug(
+                "batch of %d texts from %d requests in %.1f ms",
+                len(texts),
+                len(batch.slices),
+                (time.perf_counter() - started) * 1000,
+            )
+            self._deliver(batch, encoded)
+
+    async def _merge_window(self) -> None:
+        """After a merged batch, wait up to `wait_s` for as many callers (or a full batch)."""
+        expected = self._last_batch_callers
+        if expected < 2 or self._wait_s <= 0:
+            return
+        deadline = asyncio.get_running_loop().time() + self._wait_s
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout_at(deadline):
+                while len(self._small) + len(self._large) < expected and not self._batch_full.is_set():
+                    self._arrived.clear()
+                    await self._arrived.wait()
+
+    def _take_batch(self) -> _Batch:
+        batch = _Batch()
+        room = self._max_batch
+        for queue in (self._small, self._large):
+            while room and queue:
+                request = queue[0]
+                if request.future.done():
+                    queue.popleft()
+                    self._drop_untaken(request)
+                    continue
+                size = min(room, request.untaken)
+                batch.slices.append(_Slice(request, request.taken, request.taken + size))
+                request.taken += size
+                self._queued -= size
+                room -= size
+                if not request.untaken:
+                    queue.popleft()
+        self._update_events()
+        return batch
+
+    def _deliver(self, batch: _Batch, encoded: EncodedBatch) -> None:
+        offset = 0
+        for piece in batch.slices:
+            request = piece.request
+            rows = slice(offset, offset + piece.stop - piece.start)
+            offset = rows.stop
+            if request.future.done():
+                continue  # its caller went away
+            request.vectors[request.order[piece.start : piece.stop]] = encoded.vectors[rows]
+            request.truncated += int(encoded.truncated[rows].sum())
+            request.finished += rows.stop - rows.start
+            if request.finished == len(request.texts):
+                request.future.set_result(Embeddings(request.vectors, request.truncated))

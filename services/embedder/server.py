@@ -1,0 +1,184 @@
+"""The embedder service: settings -> create_server -> serve.
+
+Health stays NOT_SERVING until the model is loaded and a warm-up batch has run through the
+batcher; until then every RPC answers UNAVAILABLE, which clients retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from functools import partial
+
+from grpc import aio
+
+from alexandria.errors import InvalidArgument, Unavailable
+from alexandria.grpc_server import ServiceServer, build_server
+from alexandria.settings import EmbedderSettings
+from alexandria.v1 import embedder_pb2, embedder_pb2_grpc
+from services.embedder.batcher import MicroBatcher
+from services.embedder.model import (
+    WARM_UP_TEXTS,
+    EmbeddingModel,
+    EmbedKind,
+    load_model,
+    neighbour_similarities,
+    resolve_device,
+    resolve_model_source,
+)
+
+log = logging.getLogger(__name__)
+
+SERVICE_NAME = embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"].full_name
+
+# 4096 vectors of 1024 float32 dimensions are 16 MiB, well inside the 64 MiB message limit.
+MAX_TEXTS_PER_REQUEST = 4096
+
+_KINDS = {
+    embedder_pb2.EMBED_KIND_UNSPECIFIED: EmbedKind.PASSAGE,
+    embedder_pb2.EMBED_KIND_PASSAGE: EmbedKind.PASSAGE,
+    embedder_pb2.EMBED_KIND_QUERY: EmbedKind.QUERY,
+}
+
+
+@dataclass(frozen=True)
+class _Ready:
+    model: EmbeddingModel
+    batcher: MicroBatcher
+
+
+class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
+    """Thin gRPC layer over the model and its batcher; answers UNAVAILABLE until `ready` is called."""
+
+    def __init__(self) -> None:
+        self._ready: _Ready | None = None
+
+    def ready(self, model: EmbeddingModel, batcher: MicroBatcher) -> None:
+        """Start answering with this (loaded, warmed-up) model."""
+        self._ready = _Ready(model, batcher)
+
+    async def close(self) -> None:
+        """Stop answering and fail what is still queued."""
+        ready, self._ready = self._ready, None
+        if ready is not None:
+            await ready.batcher.close()
+
+    def _require_ready(self) -> _Ready:
+        if self._ready is None:
+            raise Unavailable("The embedder is still loading its model; retry in a few seconds.")
+        return self._ready
+
+    async def GetModelInfo(
+        self, request: embedder_pb2.GetModelInfoRequest, context: aio.ServicerContext
+    ) -> embedder_pb2.ModelInfo:
+        model = self._require_ready().model
+        return embedder_pb2.ModelInfo(
+            name=model.name,
+            dimension=model.dimension,
+            max_seq_length=model.max_seq_length,
+            device=model.device,
+            normalized=True,
+            dtype=model.dtype,
+        )
+
+    async def Embed(
+        self, request: embedder_pb2.EmbedRequest, context: aio.ServicerContext
+    ) -> embedder_pb2.EmbedResponse:
+        return await self._embed(request)
+
+    async def EmbedStream(
+        self, request_iterator: AsyncIterator[embedder_pb2.EmbedRequest], context: aio.ServicerContext
+    ) -> AsyncIterator[embedder_pb2.EmbedResponse]:
+        # One message ahead: the next slice is queued while the current one is being encoded,
+        # so the model never waits for the network between slices.
+        previous: asyncio.Task[embedder_pb2.EmbedResponse] | None = None
+        current: asyncio.Task[embedder_pb2.EmbedResponse] | None = None
+        try:
+            async for request in request_iterator:
+                current = asyncio.ensure_future(self._embed(request))
+                if previous is not None:
+                    yield await previous
+                previous, current = current, None
+            if previous is not None:
+                yield await previous
+        finally:
+            for task in (previous, current):
+                if task is not None:
+                    task.cancel()
+
+    async def _embed(self, request: embedder_pb2.EmbedRequest) -> embedder_pb2.EmbedResponse:
+        ready = self._require_ready()
+        count = len(request.texts)
+        if count > MAX_TEXTS_PER_REQUEST:
+            raise InvalidArgument(
+                f"{count} texts in one request; the limit is {MAX_TEXTS_PER_REQUEST}. Send larger inputs "
+                f"through EmbedStream, at most {MAX_TEXTS_PER_REQUEST} texts a message "
+                "(EmbedderClient.embed_many does this)."
+            )
+        kind = _KINDS.get(request.kind)
+        if kind is None:
+            raise InvalidArgument(
+                f"Unknown embed kind {request.kind}; use EMBED_KIND_QUERY or EMBED_KIND_PASSAGE."
+            )
+        embeddings = await ready.batcher.embed(ready.model.with_prefix(request.texts, kind))
+        similarities = neighbour_similarities(embeddings.vectors) if request.neighbour_similarities else ()
+        return embedder_pb2.EmbedResponse(
+            vectors=embeddings.vectors.astype("<f4", copy=False).tobytes(),
+            count=count,
+            dimension=ready.model.dimension,
+            truncated=embeddings.truncated,
+            model=ready.model.name,
+            sequence=request.sequence,
+            neighbour_similarities=similarities,
+        )
+
+
+def create_server(settings: EmbedderSettings, model: EmbeddingModel | None = None) -> ServiceServer:
+    """The embedder server, bound but not started. Starting it loads `settings.embedder_model`
+    (unless a loaded `model` is given), runs a warm-up batch, then flips health to SERVING.
+
+    A model that is not on this machine, or a GPU that is not there, fails here, before listening.
+    """
+    load: Callable[[], EmbeddingModel]
+    if model is None:
+        load = partial(
+            load_model,
+            resolve_model_source(settings.embedder_model),
+            resolve_device(settings.embedder_device),
+            settings.embedder_threads,
+        )
+    else:
+        load = lambda: model  # already loaded by the caller
+    servicer = EmbedderServicer()
+    server = build_server(
+        "embedder",
+        settings.embedder_listen,
+        lambda grpc_server: embedder_pb2_grpc.add_EmbedderServiceServicer_to_server(servicer, grpc_server),
+        [SERVICE_NAME],
+    )
+
+    async def load_and_warm_up() -> None:
+        started = time.perf_counter()
+        loaded = await asyncio.to_thread(load)
+        batcher = MicroBatcher(
+            loaded.encode,
+            dimension=loaded.dimension,
+            max_batch=settings.embedder_max_batch,
+            wait_s=settings.embedder_batch_wait_ms / 1000,
+            queue_limit=settings.embedder_queue_limit,
+        )
+        batcher.start()
+        await batcher.embed(loaded.with_prefix(WARM_UP_TEXTS, EmbedKind.PASSAGE))
+        servicer.ready(loaded, batcher)
+        await server.health.set_serving(True)
+        log.info(
+            "serving %s on %s (ready in %.1f s)", loaded.name, loaded.device, time.perf_counter() - started
+        )
+
+    server.on_start.append(load_and_warm_up)
+    server.on_stop.append(servicer.close)
+    return server
+

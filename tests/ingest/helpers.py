@@ -1,0 +1,35 @@
+"""Helpers shared by the ingest tests: the corpus files, cached extraction, fake similarities."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+from services.ingest.documents import ExtractedBook, Sentence
+from services.ingest.extract import extract_book
+
+FIXTURE_BOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "books"
+
+
+def make_books_module() -> ModuleType:
+    """tests/fixtures/books/make_books.py, imported by path (the fixtures folder is no package)."""
+    spec = importlib.util.spec_from_file_location("make_books", FIXTURE_BOOKS / "make_books.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@functools.cache
+def extracted(path: Path) -> ExtractedBook:
+    """A book extracted once per test session."""
+    return extract_book(path)
+
+
+def fake_similarities(sentences: list[Sentence], seed: int = 7) -> np.ndarray:
+    """A deterministic stand-in for the embedder's neighbour similarities, spread like real ones."""
+    return np.random.default_rng(seed).uniform(0.0, 0.9, max(0, len(sentences) - 1))
