@@ -43,6 +43,8 @@ async def test_ingest_refuse_duplicate_remove_and_reingest_with_other_parameters
         assert progress and progress[-1][0] == progress[-1][1], "progress notifications reach the client"
         assert [p[0] for p in progress] == sorted(p[0] for p in progress)
         count = await points(client)
+        preview, _ = await call(client, "alexandria_ingest_preview", {"title": "Macbeth", "format_filter": "pdf"})
+        assert preview["books"][0]["already_ingested"] is True
 
         again, is_error = await call(client, "alexandria_ingest", {"book_id": MACBETH, "format_preference": "pdf"})
         assert is_error and again["success"] is False and "already ingested" in again["error"]
