@@ -90,7 +90,7 @@ class QuerySettings(_Env):
     response_patterns_file: Path = REPO_ROOT / "guardians" / "response_patterns.yaml"
     default_guardian: str = "zec"
     # ~25k tokens is what MCP clients accept from one tool; 4 characters a token, with headroom.
-    query_response_budget_chars: int = Field(80_000, ge=2_000)
+    query_response_budget_chars: int = Field(80_000, ge=4_000)
     store: StoreSettings = Field(default_factory=StoreSettings)
     clients: ClientSettings = Field(default_factory=ClientSettings)
 

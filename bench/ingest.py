@@ -67,8 +67,8 @@ def stage_of(message: str) -> str:
         return "write"
     if "parents" in message:
         return "embed parents"
-    if "sentences" in message and message.startswith("embedded"):
-        return "embed sentences"
+    if message.startswith("embedded") and "sentences" in message or " chapters, " in message:
+        return "embed sentences"  # the extract stage's last message says it is done
     return "extract + segment"
 
 

@@ -1,0 +1,282 @@
+"""The query service: alexandria_query, alexandria_guardians and the store half of alexandria_stats.
+
+The servicer only maps protos to the domain (search.py, guardians.py, stats.py) and back.
+Health stays NOT_SERVING until the embedder is SERVING and has told us its model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from grpc import aio
+
+from alexandria.clients import EmbedderClient, decode_vectors
+from alexandria.grpc_server import ServiceServer, build_server
+from alexandria.settings import QuerySettings
+from alexandria.stack import wait_until_serving
+from alexandria.store import Store, open_store
+from alexandria.store import schema as f
+from alexandria.v1 import common_pb2, embedder_pb2, query_pb2, query_pb2_grpc
+from services.query.guardians import Guardian, PromptLibrary, ResponseInstruction
+from services.query.search import (
+    DEFAULT_LIMIT,
+    DEFAULT_SEARCH_MODE,
+    DEFAULT_THRESHOLD,
+    ContextMode,
+    QueryVector,
+    Searcher,
+    SearchMode,
+    SearchOutcome,
+    SearchQuery,
+    json_size,
+)
+from services.query.stats import collection_stats
+
+log = logging.getLogger(__name__)
+
+SERVICE_NAME = query_pb2.DESCRIPTOR.services_by_name["QueryService"].full_name
+# A large model on a cold node can take minutes to load.
+EMBEDDER_WAIT_S = 600.0
+
+_CONTEXT_MODES = {
+    query_pb2.CONTEXT_MODE_UNSPECIFIED: ContextMode.PRECISE,
+    query_pb2.CONTEXT_MODE_PRECISE: ContextMode.PRECISE,
+    query_pb2.CONTEXT_MODE_CONTEXTUAL: ContextMode.CONTEXTUAL,
+    query_pb2.CONTEXT_MODE_COMPREHENSIVE: ContextMode.COMPREHENSIVE,
+}
+_SEARCH_MODES = {
+    query_pb2.SEARCH_MODE_UNSPECIFIED: DEFAULT_SEARCH_MODE,
+    query_pb2.SEARCH_MODE_HYBRID: SearchMode.HYBRID,
+    query_pb2.SEARCH_MODE_SEMANTIC: SearchMode.SEMANTIC,
+    query_pb2.SEARCH_MODE_LEXICAL: SearchMode.LEXICAL,
+}
+
+
+class EmbedderQueryEncoder:
+    """The search's QueryEncoder over the embedder service."""
+
+    def __init__(self, client: EmbedderClient) -> None:
+        self.client = client
+
+    async def encode(self, text: str) -> QueryVector:
+        response = await self.client.embed([text], kind=embedder_pb2.EMBED_KIND_QUERY)
+        return QueryVector(decode_vectors(response)[0], response.model)
+
+
+def search_query(request: query_pb2.SearchRequest, default_collection: str) -> SearchQuery:
+    """The domain query for a request, with the contract's defaults for unset fields."""
+    return SearchQuery(
+        text=request.query,
+        collection=request.collection or default_collection,
+        limit=request.limit or DEFAULT_LIMIT,
+        threshold=request.threshold if request.HasField("threshold") else DEFAULT_THRESHOLD,
+        context_mode=_CONTEXT_MODES.get(request.context_mode, ContextMode.PRECISE),
+        search_mode=_SEARCH_MODES.get(request.search_mode, DEFAULT_SEARCH_MODE),
+        book_id=request.book_id if request.HasField("book_id") else None,
+        author=request.author or None,
+        language=request.language or None,
+    )
+
+
+def instruction_size(instruction: ResponseInstruction) -> int:
+    """JSON characters the guardian and pattern fields add to a search response."""
+    guardian = instruction.guardian
+    return sum(json_size(s) for s in (instruction.text, guardian.id, guardian.name, guardian.emoji, instruction.pattern.id))
+
+
+def search_response(outcome: SearchOutcome, instruction: ResponseInstruction) -> query_pb2.SearchResponse:
+    response = query_pb2.SearchResponse(
+        query=outcome.query,
+        result_count=len(outcome.results),
+        context_mode=outcome.context_mode.value,
+        search_mode=outcome.search_mode.value,
+        response_instruction=instruction.text,
+        guardian=instruction.guardian.id,
+        guardian_name=instruction.guardian.name,
+        guardian_emoji=instruction.guardian.emoji,
+        response_pattern=instruction.pattern.id,
+        trimmed=outcome.trimmed,
+        notice=outcome.notice,
+    )
+    for p in outcome.results:
+        hit = response.results.add(
+            score=p.score,
+            book_title=p.book_title,
+            author=p.author,
+            section_name=p.section_name,
+            text=p.text,
+            chunk_id=p.chunk_id,
+            locator=common_pb2.Locator(
+                chapter_title=p.locator.chapter_title,
+                chapter_index=p.locator.chapter_index,
+                position=p.locator.position,
+                page_start=p.locator.page_start,
+                page_end=p.locator.page_end,
+            ),
+            file_path=p.file_path,
+            book_key=p.book_key,
+            language=p.language,
+            parent_id=p.parent_id,
+            sequence_index=p.sequence_index,
+        )
+        if p.calibre_id is not None:
+            hit.book_id = p.calibre_id
+    for c in outcome.parents:
+        response.parent_chunks.add(
+            parent_id=c.parent_id,
+            book_title=c.book_title,
+            author=c.author,
+            section_name=c.section_name,
+            text=c.text,
+            trimmed=c.trimmed,
+            chapter_words=c.chapter_words,
+            result_indices=c.result_indices,
+        )
+    for n in outcome.siblings:
+        response.sibling_chunks.add(
+            chunk_id=n.chunk_id,
+            result_index=n.result_index,
+            relation=n.relation,
+            sequence_index=n.sequence_index,
+            section_name=n.section_name,
+            text=n.text,
+        )
+    if outcome.hierarchy_stats is not None:
+        s = outcome.hierarchy_stats
+        response.hierarchy_stats.CopyFrom(
+            query_pb2.HierarchyStats(
+                results=s.results,
+                parents_fetched=s.parents_fetched,
+                results_sharing_a_parent=s.results_sharing_a_parent,
+                siblings_fetched=s.siblings_fetched,
+            )
+        )
+    return response
+
+
+def guardian_message(g: Guardian) -> query_pb2.Guardian:
+    return query_pb2.Guardian(
+        id=g.id,
+        name=g.name,
+        emoji=g.emoji,
+        role=g.role,
+        greeting=g.greeting,
+        personality_prompt=g.personality_prompt,
+        specialties=g.specialties,
+        quirks=g.quirks,
+    )
+
+
+class QueryServicer(query_pb2_grpc.QueryServiceServicer):
+    def __init__(self, searcher: Searcher, prompts: PromptLibrary, settings: QuerySettings) -> None:
+        self.searcher = searcher
+        self.prompts = prompts
+        self.settings = settings
+
+    async def Search(self, request: query_pb2.SearchRequest, context: aio.ServicerContext) -> query_pb2.SearchResponse:
+        # Resolved first: an unknown guardian or pattern fails before any search work.
+        instruction = self.prompts.compose(request.guardian, request.response_pattern)
+        query = search_query(request, self.settings.store.qdrant_collection)
+        outcome = await self.searcher.search(
+            query, self.settings.query_response_budget_chars, reserved_chars=instruction_size(instruction)
+        )
+        return search_response(outcome, instruction)
+
+    async def ListGuardians(
+        self, request: query_pb2.ListGuardiansRequest, context: aio.ServicerContext
+    ) -> query_pb2.ListGuardiansResponse:
+        guardians = [guardian_message(g) for g in sorted(self.prompts.guardians.values(), key=lambda g: g.id)]
+        return query_pb2.ListGuardiansResponse(
+            guardians=guardians, default=self.prompts.default_guardian, count=len(guardians)
+        )
+
+    async def ListResponsePatterns(
+        self, request: query_pb2.ListResponsePatternsRequest, context: aio.ServicerContext
+    ) -> query_pb2.ListResponsePatternsResponse:
+        patterns = [
+            query_pb2.ResponsePattern(
+                id=p.id, category=p.category, name=p.name, description=p.description, instruction=p.instruction
+            )
+            for p in self.prompts.patterns.patterns
+        ]
+        return query_pb2.ListResponsePatternsResponse(patterns=patterns, category_defaults=self.prompts.category_defaults)
+
+    async def GetCollectionStats(
+        self, request: query_pb2.GetCollectionStatsRequest, context: aio.ServicerContext
+    ) -> query_pb2.CollectionStats:
+        collection = request.collection or self.settings.store.qdrant_collection
+        stats = await asyncio.to_thread(collection_stats, self.searcher.store, collection)
+        return query_pb2.CollectionStats(
+            connected=stats.connected,
+            collection_name=stats.collection_name,
+            points_count=stats.points_count,
+            vector_size=stats.vector_size,
+            status=stats.status,
+            books=stats.books,
+            model=stats.model,
+            backend=stats.backend,
+        )
+
+
+async def wait_for_embedder(embedder: EmbedderClient) -> embedder_pb2.ModelInfo:
+    """The embedder's model, once its health says SERVING (it is loading its model until then)."""
+    await wait_until_serving(embedder.address, EMBEDDER_WAIT_S)
+    return await embedder.model_info(wait_for_ready=True)
+
+
+async def _become_serving(server: ServiceServer, embedder: EmbedderClient, store: Store, collection: str) -> None:
+    """Flip health to SERVING once the embedder answers with its model; warn early if the collection's differs."""
+    model = await wait_for_embedder(embedder)
+    info = await asyncio.to_thread(store.collection_info, collection)
+    recorded = info.metadata.get(f.MODEL) if info else None
+    if recorded is not None and recorded != model.name:
+        log.warning(
+            "collection '%s' was embedded with %s but the embedder runs %s: searches will fail until they match",
+            collection, recorded, model.name,
+        )
+    log.info("embedder ready: %s (%d dims, %s)", model.name, model.dimension, model.device)
+    await server.health.set_serving(True)
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("the query service will stay NOT_SERVING: %s", task.exception(), exc_info=task.exception())
+
+
+def create_server(
+    settings: QuerySettings, store: Store | None = None, embedder: EmbedderClient | None = None
+) -> ServiceServer:
+    """The query server; it opens (and then owns) the store and embedder client it is not given."""
+    prompts = PromptLibrary.load(settings.guardians_dir, settings.response_patterns_file, settings.default_guardian)
+    owned_store = store is None
+    store = open_store(settings.store) if store is None else store
+    owned_embedder = embedder is None
+    embedder = EmbedderClient(settings.embedder_addr, settings.clients) if embedder is None else embedder
+    servicer = QueryServicer(Searcher(store, EmbedderQueryEncoder(embedder)), prompts, settings)
+    server = build_server(
+        "query",
+        settings.query_listen,
+        lambda s: query_pb2_grpc.add_QueryServiceServicer_to_server(servicer, s),
+        [SERVICE_NAME],
+    )
+    readiness: list[asyncio.Task[None]] = []
+
+    async def start_readiness() -> None:
+        # In the background: the other services of this process need not wait for the embedder.
+        task = asyncio.create_task(_become_serving(server, embedder, store, settings.store.qdrant_collection))
+        task.add_done_callback(_log_failure)
+        readiness.append(task)
+
+    async def release() -> None:
+        for task in readiness:
+            task.cancel()
+        if owned_embedder:
+            await embedder.close()
+        if owned_store:
+            store.close()
+
+    server.on_start.append(start_readiness)
+    server.on_stop.append(release)
+    return server
+

@@ -1,0 +1,52 @@
+"""The store half of alexandria_stats: what the collection holds and how healthy it is."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from alexandria.errors import DeadlineExceeded, Unavailable
+from alexandria.store import Filter, Store
+from alexandria.store import schema as f
+
+log = logging.getLogger(__name__)
+
+# Status words besides the engine's own ("green", "yellow"):
+MISSING = "missing"          # the collection has not been created: nothing ingested yet
+UNREACHABLE = "unreachable"  # the Qdrant server did not answer
+
+
+@dataclass(frozen=True)
+class CollectionStatistics:
+    connected: bool
+    collection_name: str
+    points_count: int
+    vector_size: int
+    status: str
+    books: int
+    model: str
+    backend: str
+
+
+def collection_stats(store: Store, collection: str) -> CollectionStatistics:
+    """Counts for one collection; a missing collection or an unreachable server is a state, not an error."""
+    empty = CollectionStatistics(True, collection, 0, 0, MISSING, 0, "", store.backend)
+    try:
+        info = store.collection_info(collection)
+        if info is None:
+            return empty
+        # Only complete books count: a book being written is not in the library yet.
+        books = len(store.facet_counts(collection, f.BOOK_KEY, Filter(must={f.COMPLETE: True})))
+    except (Unavailable, DeadlineExceeded) as exc:
+        log.warning("store unreachable for stats: %s", exc.message)
+        return CollectionStatistics(False, collection, 0, 0, UNREACHABLE, 0, "", store.backend)
+    return CollectionStatistics(
+        connected=True,
+        collection_name=info.name,
+        points_count=info.points_count,
+        vector_size=info.vector_size,
+        status=info.status,
+        books=books,
+        model=str(info.metadata.get(f.MODEL, "")),
+        backend=store.backend,
+    )

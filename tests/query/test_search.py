@@ -1,0 +1,288 @@
+"""Search logic against an in-memory store: scoring, threshold, filters, context assembly, budget."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from google.protobuf.json_format import MessageToDict
+
+from alexandria.errors import FailedPrecondition, InvalidArgument, NotFound
+from alexandria.settings import QuerySettings
+from alexandria.store import schema as f
+from query.fakes import FakeEncoder, FakeStore, point, unit
+from services.query.guardians import PromptLibrary
+from services.query.search import (
+    ContextMode,
+    Searcher,
+    SearchMode,
+    SearchOutcome,
+    SearchQuery,
+    chapter_window,
+    fit_to_budget,
+    json_size,
+    passage_from_payload,
+    truncate_text,
+    water_level,
+)
+from services.query.server import instruction_size, search_response
+
+COLLECTION = "books"
+QUESTION = "what does Mr. Bennet think of his daughters"
+NAME_QUERY = "Netherfield"
+BUDGET = 80_000
+# Cosines to QUESTION's vector, by sequence index of the five children of chapter 1.
+CHILD_COSINES = [0.3, 0.2, 0.9, 0.7, 0.1]
+
+
+def _vector_with_cosine(cosine: float) -> np.ndarray:
+    return unit(cosine, float(np.sqrt(1 - cosine**2)), 0, 0)
+
+
+def _child_text(index: int) -> str:
+    extra = " They drove to Netherfield in the rain." if index == 4 else ""
+    return f"Passage {index} of the first chapter, with words of its own, number {index}.{extra}"
+
+
+FILLER = " ".join(["Long chapter prose goes on here without end."] * 200)
+
+
+@pytest.fixture
+def store() -> FakeStore:
+    s = FakeStore()
+    s.add_collection(COLLECTION)
+    s.add_collection("empty")
+    children = [
+        point(f"c{i}", _child_text(i), _vector_with_cosine(c), sequence_index=i)
+        for i, c in enumerate(CHILD_COSINES)
+    ]
+    chapter = FILLER + "\n\n" + "\n\n".join(p.payload[f.TEXT] for p in children) + "\n\n" + FILLER
+    s.upsert(COLLECTION, [
+        *children,
+        # A chapter matches the question best, but chapters are context, never hits.
+        point("chapter-1", chapter, unit(1, 0, 0, 0), level=f.Level.PARENT, parent_id=None),
+        # A book being written is invisible even when it matches perfectly.
+        point("half", "Half-written book about daughters.", unit(1, 0, 0, 0), complete=False, parent_id="p-half",
+              book_title="Unfinished"),
+        point("flat", "A flat chunk of a book without chapters.", _vector_with_cosine(0.6), level=f.Level.FLAT,
+              parent_id=None, book_title="Emma", calibre_id=2),
+    ])
+    return s
+
+
+@pytest.fixture
+def encoder() -> FakeEncoder:
+    return FakeEncoder({QUESTION: unit(1, 0, 0, 0), NAME_QUERY: unit(0, 0, 0, 1), "daughters": unit(1, 0, 0, 0)})
+
+
+def _query(text: str = QUESTION, **changes) -> SearchQuery:
+    return SearchQuery(text=text, collection=COLLECTION, **changes)
+
+
+async def _search(
+    store: FakeStore, encoder: FakeEncoder, query: SearchQuery, budget: int = BUDGET, reserved: int = 0
+) -> SearchOutcome:
+    return await Searcher(store, encoder).search(query, budget, reserved)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", list(SearchMode))
+async def test_scores_are_cosines_and_the_threshold_filters_them(store, encoder, mode) -> None:
+    outcome = await _search(store, encoder, _query(search_mode=mode, threshold=0.5))
+    # Every text shares a word ("of") with the question, so every mode finds them all first.
+    assert {p.chunk_id: round(p.score, 4) for p in outcome.results} == {"c2": 0.9, "c3": 0.7, "flat": 0.6}
+    assert all(not p.matched_lexically for p in outcome.results)
+
+
+@pytest.mark.asyncio
+async def test_the_score_is_the_best_matching_sentence_when_the_chunk_has_sentence_vectors(store, encoder) -> None:
+    # The chunk as a whole is far from the question; one of its sentences is close to it.
+    sentences = np.stack([_vector_with_cosine(0.1), _vector_with_cosine(0.8), _vector_with_cosine(-0.2)])
+    store.upsert(COLLECTION, [point("s", "Three sentences, one of them on topic.", _vector_with_cosine(0.2),
+                                    sequence_index=9, sentences=sentences)])
+    outcome = await _search(store, encoder, _query(threshold=0.75, search_mode=SearchMode.SEMANTIC, limit=20))
+    assert {p.chunk_id: round(p.score, 4) for p in outcome.results} == {"c2": 0.9, "s": 0.8}
+
+
+@pytest.mark.asyncio
+async def test_parents_and_incomplete_books_are_never_hits(store, encoder) -> None:
+    outcome = await _search(store, encoder, _query(threshold=0.0, limit=20, search_mode=SearchMode.SEMANTIC))
+    ids = [p.chunk_id for p in outcome.results]
+    assert "chapter-1" not in ids and "half" not in ids
+    assert sorted(ids) == ["c0", "c1", "c2", "c3", "c4", "flat"]
+    assert ids[:2] == ["c2", "c3"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", list(SearchMode))
+async def test_a_name_below_the_threshold_is_kept_when_the_passage_contains_it(store, encoder, mode) -> None:
+    outcome = await _search(store, encoder, _query(NAME_QUERY, search_mode=mode, threshold=0.5))
+    assert [p.chunk_id for p in outcome.results] == ["c4"]
+    assert outcome.results[0].matched_lexically and outcome.results[0].score < 0.5
+
+
+@pytest.mark.asyncio
+async def test_nothing_above_the_threshold_says_how_close_it_came(store, encoder) -> None:
+    outcome = await _search(store, encoder, _query(threshold=0.95, search_mode=SearchMode.SEMANTIC))
+    assert outcome.results == ()
+    assert "0.95" in outcome.notice and "0.90" in outcome.notice
+
+
+@pytest.mark.asyncio
+async def test_a_result_carries_its_citation(store, encoder) -> None:
+    outcome = await _search(store, encoder, _query(limit=1))
+    top = outcome.results[0]
+    assert (top.chunk_id, top.book_title, top.author, top.section_name) == ("c2", "Pride and Prejudice", "Jane Austen", "Chapter 1")
+    assert (top.calibre_id, top.parent_id, top.sequence_index) == (1, "chapter-1", 2)
+    assert top.locator.chapter_title == "Chapter 1" and top.locator.page_start is None
+
+
+@pytest.mark.asyncio
+async def test_filters_narrow_by_book_author_and_language(store, encoder) -> None:
+    by_book = await _search(store, encoder, _query(book_id=2, threshold=0.0))
+    assert [p.chunk_id for p in by_book.results] == ["flat"]
+    by_author = await _search(store, encoder, _query(author="AUSTEN", threshold=0.0, limit=20))
+    assert len(by_author.results) == 6
+    nobody = await _search(store, encoder, _query(author="Tolstoy"))
+    assert nobody.results == () and "Tolstoy" in nobody.notice
+    other_language = await _search(store, encoder, _query(language="deu", threshold=0.0))
+    assert other_language.results == ()
+
+
+@pytest.mark.asyncio
+async def test_contextual_fetches_each_chapter_once_in_one_batch(store, encoder) -> None:
+    outcome = await _search(store, encoder, _query(context_mode=ContextMode.CONTEXTUAL))
+    assert [p.chunk_id for p in outcome.results] == ["c2", "c3", "flat"]
+    assert store.calls.count("retrieve") == 1 and "scroll" not in store.calls
+    (chapter,) = outcome.parents
+    assert chapter.parent_id == "chapter-1" and chapter.result_indices == (0, 1)
+    assert chapter.trimmed and _child_text(2) in chapter.text and _child_text(3) in chapter.text
+    assert len(chapter.text) < len(FILLER)
+    assert chapter.chapter_words > 800
+    assert outcome.hierarchy_stats.parents_fetched == 1
+    assert outcome.hierarchy_stats.results_sharing_a_parent == 2
+    assert outcome.siblings == ()
+    assert "flat" in outcome.notice
+
+
+@pytest.mark.asyncio
+async def test_comprehensive_fetches_the_neighbours_in_one_scroll(store, encoder) -> None:
+    outcome = await _search(store, encoder, _query(context_mode=ContextMode.COMPREHENSIVE))
+    assert store.calls.count("retrieve") == 1 and store.calls.count("scroll") == 1
+    # c2 and c3 are results; their outer neighbours are c1 (before c2) and c4 (after c3).
+    assert [(n.chunk_id, n.result_index, n.relation) for n in outcome.siblings] == [
+        ("c1", 0, "previous"), ("c4", 1, "next"),
+    ]
+    assert outcome.hierarchy_stats.siblings_fetched == 2
+    assert outcome.siblings[0].text == _child_text(1)
+
+
+@pytest.mark.asyncio
+async def test_precise_fetches_no_context(store, encoder) -> None:
+    outcome = await _search(store, encoder, _query())
+    assert outcome.parents == () and outcome.hierarchy_stats is None
+    assert "retrieve" not in store.calls and "scroll" not in store.calls
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        (_query("   "), "empty"),
+        (_query(limit=0), "between 1 and 20"),
+        (_query(limit=21), "between 1 and 20"),
+        (_query(threshold=1.5), "between 0.0 and 1.0"),
+        (_query(threshold=-0.1), "between 0.0 and 1.0"),
+    ],
+)
+async def test_bad_arguments_are_refused(store, encoder, query, message) -> None:
+    with pytest.raises(InvalidArgument, match=message):
+        await _search(store, encoder, query)
+
+
+@pytest.mark.asyncio
+async def test_unknown_and_empty_collections_are_clear_errors(store, encoder) -> None:
+    with pytest.raises(NotFound, match="'nowhere' does not exist"):
+        await _search(store, encoder, SearchQuery(text=QUESTION, collection="nowhere"))
+    with pytest.raises(FailedPrecondition, match="'empty' is empty"):
+        await _search(store, encoder, SearchQuery(text=QUESTION, collection="empty"))
+
+
+@pytest.mark.asyncio
+async def test_a_model_mismatch_names_both_models(store, encoder) -> None:
+    encoder.model = "other-model"
+    with pytest.raises(FailedPrecondition) as error:
+        await _search(store, encoder, _query())
+    assert "fake-model" in error.value.message and "other-model" in error.value.message
+
+
+def _passage(text: str, sequence_index: int = 0, sibling_count: int = 0):
+    payload = {f.TEXT: text, f.PARENT_ID: "p", f.SEQUENCE_INDEX: sequence_index, f.SIBLING_COUNT: sibling_count}
+    return passage_from_payload("id", 0.5, payload, matched_lexically=False)
+
+
+def test_a_chapter_window_keeps_the_hits_with_margins_and_marks_the_cuts() -> None:
+    words = [f"w{i}" for i in range(3000)]
+    chapter = " ".join(words)
+    early, late = " ".join(words[100:140]), " ".join(words[2500:2540])
+    text, trimmed = chapter_window(chapter, [_passage(early), _passage(late)], margin=200)
+    assert trimmed and early in text and late in text
+    assert text.startswith("… ") and text.endswith(" …") and " … " in text.strip("… ")
+    assert len(text) < len(chapter) // 3
+    assert all(token.startswith("w") or token == "…" for token in text.split())  # no word cut in half
+    whole, whole_trimmed = chapter_window("short chapter text", [_passage("chapter")], margin=200)
+    assert (whole, whole_trimmed) == ("short chapter text", False)
+
+
+def test_a_hit_not_found_verbatim_is_placed_by_its_sequence_index() -> None:
+    chapter = " ".join(f"w{i}" for i in range(2000))
+    text, _ = chapter_window(chapter, [_passage("reworded text", sequence_index=3, sibling_count=4)], margin=100)
+    assert "w1550" in text and "w1000" not in text
+
+
+def test_water_level_and_truncation() -> None:
+    assert water_level([10, 20, 30], 100) is None
+    assert water_level([10, 20, 30], 40) == 15
+    cap = water_level([100, 5000, 7000], 3000)
+    assert sum(min(s, cap) for s in [100, 5000, 7000]) <= 3000
+    text = "naïve \"quoted\" words\nand more " * 50
+    for cap in (3, 10, 57, 400):
+        cut = truncate_text(text, cap)
+        assert json_size(cut) <= cap and (cut == "" or cut.endswith("…"))
+    assert truncate_text("short", 100) == "short"
+
+
+def _rendered_size(outcome: SearchOutcome, library: PromptLibrary) -> int:
+    """The tool response as the gateway renders it: proto field names, JSON with non-ASCII kept."""
+    response = search_response(outcome, library.compose("", ""))
+    rendered = MessageToDict(response, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
+    return len(json.dumps(rendered, ensure_ascii=False))
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("budget", [2_000, 2_500, 5_000, 12_000, 40_000])
+@pytest.mark.parametrize("mode", [ContextMode.PRECISE, ContextMode.COMPREHENSIVE])
+async def test_the_whole_response_stays_under_the_budget_and_says_so(encoder, budget, mode) -> None:
+    settings = QuerySettings()
+    library = PromptLibrary.load(settings.guardians_dir, settings.response_patterns_file, settings.default_guardian)
+    store = FakeStore()
+    store.add_collection(COLLECTION)
+    big = " ".join(["A long passage about “daughters” and their prospects."] * 120)
+    children = [point(f"b{i}", f"{i} {big}", _vector_with_cosine(0.9 - i / 100), sequence_index=i, sibling_count=40)
+                for i in range(40)]
+    chapter = "\n\n".join(p.payload[f.TEXT] for p in children)
+    store.upsert(COLLECTION, [*children, point("chapter-1", chapter, unit(0, 1, 0, 0), level=f.Level.PARENT, parent_id=None)])
+    query = _query(limit=20, context_mode=mode, threshold=0.0)
+    full = await _search(store, encoder, query, budget=10**9)
+    assert not full.trimmed and _rendered_size(full, library) > budget
+    outcome = await _search(store, encoder, query, budget, reserved=instruction_size(library.compose("", "")))
+    assert _rendered_size(outcome, library) <= budget
+    assert outcome.trimmed and f"{budget:,}-character response budget" in outcome.notice
+    # The smallest budget allowed is mostly the default guardian's instruction: no room for a result.
+    assert len(outcome.results) >= (1 if budget > 2_000 else 0)
+
+
+def test_an_outcome_within_the_budget_is_untouched() -> None:
+    outcome = SearchOutcome("q", ContextMode.PRECISE, SearchMode.HYBRID, (_passage("small text"),))
+    assert fit_to_budget(outcome, BUDGET) is outcome
