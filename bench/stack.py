@@ -21,12 +21,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grpc import aio  # noqa: E402
-from grpc_health.v1 import health_pb2, health_pb2_grpc  # noqa: E402
+from grpc import aio
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from alexandria.grpc_server import build_server  # noqa: E402
-from alexandria.stack import SAMPLE_LIBRARY, StackLayout  # noqa: E402
-from tests.e2e.stack import start_stack  # noqa: E402
+from alexandria.grpc_server import build_server
+from alexandria.stack import SAMPLE_LIBRARY, StackLayout
+from tests.e2e.stack import start_stack
 
 CALLS = 1000
 

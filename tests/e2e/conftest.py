@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from conftest import LOCAL_FILES, SHARED_LIBRARY, require_shared
+
 from e2e.stack import RunningStack, start_stack
 
 

@@ -4,10 +4,10 @@ against what Calibre's own `calibredb list` reports (tests/catalog/expected_shar
 from __future__ import annotations
 
 import pytest
-from mcp import Client
-
 from catalog import expected
 from conftest import SHARED_LIBRARY, require_shared
+from mcp import Client
+
 from e2e.mcp_calls import call
 from e2e.stack import RunningStack
 

@@ -8,9 +8,9 @@ import signal
 from pathlib import Path
 
 import pytest
+from conftest import SHARED_LIBRARY, require_shared
 from mcp import Client
 
-from conftest import SHARED_LIBRARY, require_shared
 from e2e.mcp_calls import call
 from e2e.stack import RunningStack, start_stack
 

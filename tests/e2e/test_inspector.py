@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import require_shared
+
 from e2e.stack import RunningStack
 
 INSPECTOR = "@modelcontextprotocol/inspector@0.15.0"

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
+from conftest import require_shared
 from mcp import Client
 
-from conftest import require_shared
 from e2e.mcp_calls import call
 from e2e.stack import RunningStack
 
@@ -15,12 +16,19 @@ QUESTION = "If music be the food of love, play on"
 
 
 @pytest.fixture(scope="module")
-async def twelfth_night(stack: RunningStack, inbox: Path) -> str:
+def twelfth_night(stack: RunningStack, inbox: Path) -> str:
     """Twelfth Night, Act I, ingested once (a second ingest is refused, which is fine here)."""
     require_shared()
-    async with Client(stack.mcp_url) as client:
-        result, is_error = await call(client, "alexandria_ingest_file",
-                                      {"file_path": str(inbox / "twelfth_night_act1.md")})
+
+    async def ingest() -> tuple[dict, bool]:
+        async with Client(stack.mcp_url) as client:
+            return await call(
+                client,
+                "alexandria_ingest_file",
+                {"file_path": str(inbox / "twelfth_night_act1.md"), "author": "William Shakespeare"},
+            )
+
+    result, is_error = asyncio.run(ingest())
     assert not is_error or "already ingested" in result["error"], result
     return "Twelfth Night; or, What You Will"
 
@@ -28,8 +36,9 @@ async def twelfth_night(stack: RunningStack, inbox: Path) -> str:
 @pytest.mark.parametrize("mode", ["hybrid", "semantic", "lexical"])
 async def test_precise_results_carry_citations(stack: RunningStack, twelfth_night: str, mode: str) -> None:
     async with Client(stack.mcp_url) as client:
-        found, is_error = await call(client, "alexandria_query",
-                                     {"query": QUESTION, "search_mode": mode, "guardian": "none"})
+        found, is_error = await call(
+            client, "alexandria_query", {"query": QUESTION, "search_mode": mode, "guardian": "none"}
+        )
     assert not is_error, found
     assert found["context_mode"] == "precise" and found["search_mode"] == mode
     assert found["result_count"] == len(found["results"]) >= 1
@@ -40,11 +49,16 @@ async def test_precise_results_carry_citations(stack: RunningStack, twelfth_nigh
     assert found["parent_chunks"] == [] and found["hierarchy_stats"] is None
 
 
-async def test_contextual_and_comprehensive_fetch_parents_and_siblings(stack: RunningStack, twelfth_night: str) -> None:
+async def test_contextual_and_comprehensive_fetch_parents_and_siblings(
+    stack: RunningStack, twelfth_night: str
+) -> None:
     async with Client(stack.mcp_url) as client:
-        contextual, _ = await call(client, "alexandria_query", {"query": QUESTION, "context_mode": "contextual"})
-        comprehensive, _ = await call(client, "alexandria_query",
-                                      {"query": QUESTION, "context_mode": "comprehensive", "limit": 3})
+        contextual, _ = await call(
+            client, "alexandria_query", {"query": QUESTION, "context_mode": "contextual"}
+        )
+        comprehensive, _ = await call(
+            client, "alexandria_query", {"query": QUESTION, "context_mode": "comprehensive", "limit": 3}
+        )
     assert contextual["parent_chunks"] and contextual["hierarchy_stats"]["parents_fetched"] >= 1
     assert "food of love" in contextual["parent_chunks"][0]["text"]
     assert comprehensive["hierarchy_stats"]["siblings_fetched"] == len(comprehensive["sibling_chunks"])
@@ -58,8 +72,11 @@ async def test_guardian_and_pattern_compose_the_instruction(stack: RunningStack,
         ids = {g["id"] for g in guardians["guardians"]}
         assert {"zec", "vault_e", "ariadne", "hipatija", "klepac", "lupita", "alan_kay", "none"} <= ids
         assert guardians["count"] == len(guardians["guardians"])
-        voiced, _ = await call(client, "alexandria_query",
-                               {"query": QUESTION, "guardian": "lupita", "response_pattern": "critical"})
+        voiced, _ = await call(
+            client,
+            "alexandria_query",
+            {"query": QUESTION, "guardian": "lupita", "response_pattern": "critical"},
+        )
         assert voiced["guardian"] == "lupita" and voiced["guardian_name"] == "Lupita"
         assert "Lupita" in voiced["response_instruction"] and voiced["response_pattern"] == "contradictions"
         prompts = (await client.list_prompts()).prompts
@@ -77,8 +94,9 @@ async def test_guardian_and_pattern_compose_the_instruction(stack: RunningStack,
         ({"query": QUESTION, "collection": "nowhere"}, "nowhere"),
     ],
 )
-async def test_bad_queries_are_clear_errors(stack: RunningStack, twelfth_night: str, arguments: dict,
-                                            named: str) -> None:
+async def test_bad_queries_are_clear_errors(
+    stack: RunningStack, twelfth_night: str, arguments: dict, named: str
+) -> None:
     async with Client(stack.mcp_url) as client:
         result, is_error = await call(client, "alexandria_query", arguments)
     assert is_error and result["success"] is False and named in result["error"], result

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from conftest import SHARED_LIBRARY, require_shared
 from mcp import Client, StdioServerParameters
 
-from conftest import SHARED_LIBRARY, require_shared
 from e2e.mcp_calls import call
 from e2e.stack import RunningStack, start_stack
 
@@ -54,7 +54,8 @@ async def test_ctrl_c_stops_every_process_and_keeps_the_store(tmp_path: Path, in
     try:
         async with Client(first.mcp_url) as client:
             ingested, is_error = await call(
-                client, "alexandria_ingest_file", {"file_path": str(inbox / "twelfth_night_act1.md")})
+                client, "alexandria_ingest_file",
+                {"file_path": str(inbox / "twelfth_night_act1.md"), "author": "William Shakespeare"})
             assert not is_error, ingested
             before, _ = await call(client, "alexandria_stats")
     finally:

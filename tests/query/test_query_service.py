@@ -270,7 +270,7 @@ async def test_the_budget_bounds_the_whole_response_and_says_so(stack: Stack) ->
         )
     rendered = MessageToDict(response, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
     assert len(json.dumps(rendered, ensure_ascii=False)) <= budget
-    assert response.trimmed and "3,000-character response budget" in response.notice
+    assert response.trimmed and f"{budget:,}-character response budget" in response.notice
     assert response.results
 
 
