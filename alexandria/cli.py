@@ -17,12 +17,12 @@ import os
 import sys
 from collections.abc import AsyncIterator
 
-from alexandria.clients import ServiceClient
+from alexandria.clients import ServiceClient, health_status
 from alexandria.errors import AlexandriaError
 from alexandria.logs import configure_logging
 from alexandria.progress import progress_bar
 from alexandria.settings import ClientSettings, CommonSettings, GatewaySettings
-from alexandria.stack import StackLayout, health_status
+from alexandria.stack import StackLayout
 from alexandria.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
 
 

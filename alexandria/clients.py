@@ -13,6 +13,7 @@ from typing import Any
 import grpc
 import numpy as np
 from grpc import aio
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from alexandria.errors import InternalError, from_rpc_error
@@ -105,6 +106,39 @@ class ServiceClient:
         await self.channel.close()
 
 
+HEALTH_TIMEOUT_S = 2.0
+
+
+async def check_health(channel: aio.Channel, timeout: float = HEALTH_TIMEOUT_S) -> str:
+    """SERVING, NOT_SERVING, or UNREACHABLE for the service behind `channel`."""
+    try:
+        response = await health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(service=""), timeout=timeout
+        )
+    except aio.AioRpcError:
+        return "UNREACHABLE"
+    return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
+
+
+async def health_status(address: str, timeout: float = HEALTH_TIMEOUT_S) -> str:
+    """`check_health` over a short-lived channel to `address`."""
+    async with aio.insecure_channel(channel_target(address)) as channel:
+        return await check_health(channel, timeout)
+
+
+async def wait_until_serving(address: str, timeout: float) -> None:
+    """Follow the service's health stream until it says SERVING (no polling loop)."""
+    async with aio.insecure_channel(channel_target(address)) as channel:
+        stream = health_pb2_grpc.HealthStub(channel).Watch(
+            health_pb2.HealthCheckRequest(service=""), timeout=timeout, wait_for_ready=True
+        )
+        async for response in stream:
+            if response.status == health_pb2.HealthCheckResponse.SERVING:
+                stream.cancel()
+                return
+    raise TimeoutError(f"{address} did not become SERVING")
+
+
 @dataclass(frozen=True)
 class EmbeddedTexts:
     """Vectors for a list of texts, in input order, and how many texts the model truncated."""
@@ -123,6 +157,11 @@ class EmbedderClient(ServiceClient):
 
     async def model_info(self, wait_for_ready: bool = False) -> embedder_pb2.ModelInfo:
         return await self.call("GetModelInfo", embedder_pb2.GetModelInfoRequest(), wait_for_ready=wait_for_ready)
+
+    async def wait_until_ready(self) -> embedder_pb2.ModelInfo:
+        """The model, once the embedder's health says SERVING (it is loading its model until then)."""
+        await wait_until_serving(self.address, self.settings.embedder_start_wait_s)
+        return await self.model_info(wait_for_ready=True)
 
     async def embed(
         self, texts: list[str], kind: int = embedder_pb2.EMBED_KIND_PASSAGE, neighbour_similarities: bool = False

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from alexandria.stack import health_status
+from alexandria.clients import health_status
 
 
 def main() -> None:

@@ -53,6 +53,8 @@ class ClientSettings(_Env):
     embed_timeout_s: float = 300.0
     long_rpc_timeout_s: float = 6 * 3600.0
     rpc_retry_attempts: int = 4
+    # A large model on a cold GPU node can take minutes to load before the embedder serves.
+    embedder_start_wait_s: float = 600.0
     embed_stream_chunk: int = Field(512, ge=1, le=4096, description="Texts per message when embedding many.")
 
 

@@ -11,10 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from grpc import aio
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-
-from alexandria.clients import channel_target
+from alexandria.clients import wait_until_serving
 from alexandria.settings import REPO_ROOT
 
 SAMPLE_LIBRARY = REPO_ROOT / "tests" / "fixtures" / "library"
@@ -47,36 +44,6 @@ class StackLayout:
     @property
     def gateway_url_file(self) -> Path:
         return self.run_dir / "gateway.url"
-
-
-async def check_health(channel: aio.Channel, timeout: float = 2.0) -> str:
-    """SERVING, NOT_SERVING, or UNREACHABLE for the service behind `channel`."""
-    try:
-        response = await health_pb2_grpc.HealthStub(channel).Check(
-            health_pb2.HealthCheckRequest(service=""), timeout=timeout
-        )
-    except aio.AioRpcError:
-        return "UNREACHABLE"
-    return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
-
-
-async def health_status(address: str, timeout: float = 2.0) -> str:
-    """`check_health` over a short-lived channel to `address`."""
-    async with aio.insecure_channel(channel_target(address)) as channel:
-        return await check_health(channel, timeout)
-
-
-async def wait_until_serving(address: str, timeout: float) -> None:
-    """Follow the service's health stream until it says SERVING (no polling loop)."""
-    async with aio.insecure_channel(channel_target(address)) as channel:
-        stream = health_pb2_grpc.HealthStub(channel).Watch(
-            health_pb2.HealthCheckRequest(service=""), timeout=timeout, wait_for_ready=True
-        )
-        async for response in stream:
-            if response.status == health_pb2.HealthCheckResponse.SERVING:
-                stream.cancel()
-                return
-    raise TimeoutError(f"{address} did not become SERVING")
 
 
 async def wait_all_serving(addresses: dict[str, str], timeout: float) -> None:

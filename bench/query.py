@@ -53,10 +53,9 @@ from retrieval import (
     store_settings,
 )
 
-from alexandria.clients import EmbedderClient, ServiceClient
+from alexandria.clients import EmbedderClient, ServiceClient, wait_until_serving
 from alexandria.logs import configure_logging
 from alexandria.settings import ClientSettings, EmbedderSettings
-from alexandria.stack import wait_until_serving
 from alexandria.store import Filter, PointRecord, SparseVector, Store, StoredPoint, open_store
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_document, encode_query

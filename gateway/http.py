@@ -32,10 +32,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from alexandria.clients import check_health
 from alexandria.errors import FailedPrecondition
 from alexandria.grpc_server import SHUTDOWN_GRACE_S
 from alexandria.settings import GatewaySettings
-from alexandria.stack import check_health
 from gateway.app import Backends, Gateway
 
 log = logging.getLogger(__name__)

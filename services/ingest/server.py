@@ -19,7 +19,6 @@ from alexandria.errors import AlexandriaError, AlreadyExists, InvalidArgument
 from alexandria.grpc_server import ServiceServer, build_server
 from alexandria.progress import progress_bar
 from alexandria.settings import IngestSettings
-from alexandria.stack import wait_until_serving
 from alexandria.store import Filter, Store
 from alexandria.store import schema as f
 from alexandria.store.model import check_collection_name
@@ -35,7 +34,6 @@ from services.ingest.writer import BookWriter
 log = logging.getLogger(__name__)
 
 BATCH_DEFAULT_LIMIT = 10
-EMBEDDER_WAIT_S = 600.0  # a large model on a cold node can take minutes to load
 BATCH_MAX_LIMIT = 50
 FORMATS = {"": "EPUB", "EPUB": "EPUB", "PDF": "PDF"}
 # How much of one book's ingest each stage stands for, so batch progress only moves forward.
@@ -363,8 +361,7 @@ def create_server(settings: IngestSettings, store: Store) -> ServiceServer:
 
     async def become_ready() -> None:
         async def wait_for_embedder() -> None:
-            await wait_until_serving(settings.embedder_addr, EMBEDDER_WAIT_S)
-            info = await embedder.model_info(wait_for_ready=True)
+            info = await embedder.wait_until_ready()
             log.info("embedder ready: %s (%d dims) on %s", info.name, info.dimension, info.device)
             await service.health.set_serving(True)
 

@@ -14,7 +14,6 @@ from grpc import aio
 from alexandria.clients import EmbedderClient, decode_vectors
 from alexandria.grpc_server import ServiceServer, build_server
 from alexandria.settings import QuerySettings
-from alexandria.stack import wait_until_serving
 from alexandria.store import Store, open_store
 from alexandria.store import schema as f
 from alexandria.v1 import common_pb2, embedder_pb2, query_pb2, query_pb2_grpc
@@ -36,8 +35,6 @@ from services.query.stats import collection_stats
 log = logging.getLogger(__name__)
 
 SERVICE_NAME = query_pb2.DESCRIPTOR.services_by_name["QueryService"].full_name
-# A large model on a cold node can take minutes to load.
-EMBEDDER_WAIT_S = 600.0
 
 _CONTEXT_MODES = {
     query_pb2.CONTEXT_MODE_UNSPECIFIED: ContextMode.PRECISE,
@@ -219,15 +216,9 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
         )
 
 
-async def wait_for_embedder(embedder: EmbedderClient) -> embedder_pb2.ModelInfo:
-    """The embedder's model, once its health says SERVING (it is loading its model until then)."""
-    await wait_until_serving(embedder.address, EMBEDDER_WAIT_S)
-    return await embedder.model_info(wait_for_ready=True)
-
-
 async def _become_serving(server: ServiceServer, embedder: EmbedderClient, store: Store, collection: str) -> None:
     """Flip health to SERVING once the embedder answers with its model; warn early if the collection's differs."""
-    model = await wait_for_embedder(embedder)
+    model = await embedder.wait_until_ready()
     info = await asyncio.to_thread(store.collection_info, collection)
     recorded = info.metadata.get(f.MODEL) if info else None
     if recorded is not None and recorded != model.name:

@@ -16,9 +16,8 @@ import pytest
 import pytest_asyncio
 from google.protobuf.json_format import MessageToDict
 
-from alexandria.clients import EmbedderClient
+from alexandria.clients import EmbedderClient, wait_until_serving
 from alexandria.settings import ClientSettings, EmbedderSettings, QuerySettings, StoreSettings
-from alexandria.stack import wait_until_serving
 from alexandria.store import Filter, Store, open_store
 from alexandria.store import schema as f
 from alexandria.v1 import query_pb2, query_pb2_grpc
