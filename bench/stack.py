@@ -38,18 +38,6 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def children(pid: int) -> list[int]:
-    found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(c) for c in (task / "children").read_text().split()]
-    return found
-
-
-def command_name(pid: int) -> str:
-    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    return " ".join(a.decode() for a in argv[2:] if a) or argv[0].decode()
-
-
 async def health_rtt_ms(address: str) -> list[float]:
     async with aio.insecure_channel(address) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
@@ -82,7 +70,7 @@ def main() -> None:
         cold_start_s = time.perf_counter() - started
         try:
             time.sleep(2)  # let start-up allocations settle before reading RSS at idle
-            rss = {command_name(pid): rss_mb(pid) for pid in children(stack.process.pid)}
+            rss = {command.split(" -m ", 1)[-1]: rss_mb(pid) for pid, command in stack.children().items()}
             rss["launcher"] = rss_mb(stack.process.pid)
             layout = StackLayout(data_dir)
             stack_rtt = asyncio.run(health_rtt_ms(layout.socket("query")))

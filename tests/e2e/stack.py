@@ -30,6 +30,15 @@ class RunningStack:
     def mcp_url(self) -> str:
         return f"{self.url}/mcp"
 
+    def children(self) -> dict[int, str]:
+        """The launcher's child processes: pid -> command line."""
+        found = {}
+        for task in Path(f"/proc/{self.process.pid}/task").iterdir():
+            for pid in (task / "children").read_text().split():
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                found[int(pid)] = " ".join(a.decode() for a in argv if a)
+        return found
+
     def stop(self, sig: int = signal.SIGINT, timeout: float = 60) -> int:
         if self.process.poll() is None:
             self.process.send_signal(sig)

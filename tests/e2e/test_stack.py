@@ -59,7 +59,7 @@ async def test_ctrl_c_stops_every_process_and_keeps_the_store(tmp_path: Path, in
             assert not is_error, ingested
             before, _ = await call(client, "alexandria_stats")
     finally:
-        children = _children(first.process.pid)
+        children = list(first.children())
         assert first.stop(signal.SIGINT) == 0
     assert len(children) == 3
     assert not [pid for pid in children if Path(f"/proc/{pid}").exists()], "a process was left behind"
@@ -70,13 +70,6 @@ async def test_ctrl_c_stops_every_process_and_keeps_the_store(tmp_path: Path, in
         assert after["qdrant"]["points_count"] == before["qdrant"]["points_count"] > 0
     finally:
         assert second.stop(signal.SIGTERM) == 0
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(c) for c in (task / "children").read_text().split()]
-    return found
 
 
 @pytest.fixture(autouse=True)
