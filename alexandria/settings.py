@@ -64,8 +64,14 @@ class EmbedderSettings(_Env):
     embedder_device: Literal["auto", "cpu", "cuda"] = "auto"
     embedder_threads: int = Field(0, ge=0, description="CPU threads for torch; 0 = torch's default.")
     embedder_max_batch: int = Field(64, ge=1, le=4096)
-    embedder_batch_wait_ms: float = Field(2.0, ge=0, le=100)
-    embedder_queue_limit: int = Field(20000, ge=1, description="Texts waiting at once before RESOURCE_EXHAUSTED.")
+    embedder_batch_wait_ms: float | None = Field(
+        None,
+        ge=0,
+        le=100,
+        description="During a burst, how long a batch waits for the next caller; "
+        "default: the fixed cost of a forward pass, measured at start-up (what a shared pass saves).",
+    )
+    embedder_queue_limit: int = Field(20000, ge=1, description="Texts waiting at once in each lane (queries, passages) before RESOURCE_EXHAUSTED.")
 
 
 class CatalogSettings(_Env):

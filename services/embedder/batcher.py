@@ -6,14 +6,17 @@ asyncio loop stays free, and torch never has two callers competing for the same 
 
 - Small requests (one batch or less: queries) are merged: whatever arrived while the model was
   busy goes into the next batch. When the last batch merged several callers (a burst is under
-  way), the next batch also waits up to `wait_s` for as many callers to be waiting, or for a full
-  batch: callers that just got their answers tend to come straight back, and one batch of 32
-  costs far less than a batch of 1 followed by one of 31. A lone caller is never delayed.
+  way), the next batch also waits for as many callers to be waiting, or for a full batch, as
+  long as they keep arriving (no gap longer than `wait_s`): callers that just got their answers
+  come straight back one after another, and one batch of 32 costs far less than a batch of 1
+  followed by one of 31. A lone caller is never delayed.
 - Small requests go ahead of large ones, so queries stay fast while a book is being ingested.
 - Large requests are cut into batches of similar length (longest first) to waste less padding;
   results come back in input order.
 - At most `queue_limit` texts are admitted at once; past that, callers get ResourceExhausted
   instead of the process growing without bound.
+- `worker_nice` lowers the CPU priority of the worker thread (and of the torch threads it
+  starts), so that another batcher's worker at normal priority takes the cores when it needs them.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -33,6 +39,10 @@ import numpy as np
 from alexandria.errors import ResourceExhausted, Unavailable
 
 log = logging.getLogger(__name__)
+
+# The longest merge window, in gaps of `wait_s`: callers coming back one after another keep it
+# open, but not for longer than this.
+MAX_WINDOW_GAPS = 10
 
 
 @dataclass(frozen=True)
@@ -93,7 +103,15 @@ class MicroBatcher:
     """Merges and splits concurrent embedding requests into model batches run by one worker thread."""
 
     def __init__(
-        self, encode: EncodeFn, *, dimension: int, max_batch: int, wait_s: float, queue_limit: int
+        self,
+        encode: EncodeFn,
+        *,
+        dimension: int,
+        max_batch: int,
+        wait_s: float,
+        queue_limit: int,
+        name: str = "embedder-model",
+        worker_nice: int = 0,
     ) -> None:
         self._encode = encode
         self._dimension = dimension
@@ -109,7 +127,9 @@ class MicroBatcher:
         self._arrived = asyncio.Event()
         self._last_batch_callers = 0
         self._running = _Batch()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder-model")
+        self._executor = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix=name, initializer=partial(_lower_thread_priority, worker_nice)
+        )
         self._collector: asyncio.Task[None] | None = None
         self._closed = False
 
@@ -225,16 +245,22 @@ class MicroBatcher:
             self._deliver(batch, encoded)
 
     async def _merge_window(self) -> None:
-        """After a merged batch, wait up to `wait_s` for as many callers (or a full batch)."""
+        """After a merged batch, wait for as many callers (or a full batch) while they keep coming:
+        the window closes when none arrived for `wait_s`, and after MAX_WINDOW_GAPS × `wait_s`."""
         expected = self._last_batch_callers
         if expected < 2 or self._wait_s <= 0:
             return
-        deadline = asyncio.get_running_loop().time() + self._wait_s
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout_at(deadline):
-                while len(self._small) + len(self._large) < expected and not self._batch_full.is_set():
-                    self._arrived.clear()
-                    await self._arrived.wait()
+        loop = asyncio.get_running_loop()
+        closes_at = loop.time() + self._wait_s * MAX_WINDOW_GAPS
+        while len(self._small) + len(self._large) < expected and not self._batch_full.is_set():
+            gap = min(self._wait_s, closes_at - loop.time())
+            if gap <= 0:
+                return
+            self._arrived.clear()
+            try:
+                await asyncio.wait_for(self._arrived.wait(), gap)
+            except TimeoutError:
+                return  # nobody came for a whole gap: the burst is over
 
     def _take_batch(self) -> _Batch:
         batch = _Batch()
@@ -269,3 +295,15 @@ class MicroBatcher:
             request.finished += rows.stop - rows.start
             if request.finished == len(request.texts):
                 request.future.set_result(Embeddings(request.vectors, request.truncated))
+
+
+def _lower_thread_priority(nice: int) -> None:
+    """Raise the calling thread's nice value by `nice`; threads it starts later inherit it (Linux only:
+    elsewhere a nice value is per process, and the whole service would be slowed)."""
+    if nice <= 0:
+        return
+    if not sys.platform.startswith("linux"):
+        log.info("worker thread priority left as is: per-thread nice values need Linux")
+        return
+    thread_id = threading.get_native_id()
+    os.setpriority(os.PRIO_PROCESS, thread_id, os.getpriority(os.PRIO_PROCESS, thread_id) + nice)

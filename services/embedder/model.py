@@ -13,6 +13,8 @@ import importlib
 import logging
 import os
 import re
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +44,36 @@ WARM_UP_TEXTS = [
     "A short warm-up sentence.",
     "A long warm-up passage that fills the model's window. " * 64,
 ]
+
+
+# Forward passes timed to learn what a pass costs beyond its tokens: (rows, tokens per row).
+CALIBRATION_SHORT = (1, 16)
+CALIBRATION_LONG = (8, 128)
+CALIBRATION_REPEATS = 3
+# The most a pass may be taken to cost beyond its tokens: on a GPU the long calibration pass
+# barely costs more than the short one, which would otherwise read as "never split a batch",
+# however long its longest rows.
+MAX_PASS_OVERHEAD_TOKENS = 1024.0
+
+
+@dataclass(frozen=True)
+class PassCost:
+    """What one forward pass costs: a fixed part (weights streamed through memory on a CPU, kernel
+    launches on a GPU) plus a part per token it runs."""
+
+    fixed_s: float
+    per_token_s: float
+
+    @property
+    def overhead_tokens(self) -> float:
+        """The fixed part, in tokens: what a pass costs beyond the tokens it runs."""
+        if self.per_token_s <= 0:
+            return MAX_PASS_OVERHEAD_TOKENS
+        return min(self.fixed_s / self.per_token_s, MAX_PASS_OVERHEAD_TOKENS)
+
+
+# Until `calibrate` measures it: about what a small model costs on a CPU.
+UNCALIBRATED_PASS_COST = PassCost(fixed_s=0.008, per_token_s=0.00015)
 
 
 class EmbedKind(enum.Enum):
@@ -166,7 +198,7 @@ def neighbour_similarities(vectors: np.ndarray) -> np.ndarray:
 
 
 class EmbeddingModel:
-    """A loaded sentence-transformers model; `encode` runs one batch and must be called from one thread."""
+    """A loaded sentence-transformers model; `encode` runs one batch, from any number of threads at once."""
 
     def __init__(self, sentence_transformer: SentenceTransformer, name: str, prefixes: Prefixes) -> None:
         self.sentence_transformer = sentence_transformer
@@ -184,6 +216,10 @@ class EmbeddingModel:
         self.device = str(sentence_transformer.device)
         self.dtype = str(sentence_transformer.dtype).removeprefix("torch.")
         self._pads_right = sentence_transformer.tokenizer.padding_side == "right"
+        # A fast tokenizer is one Rust object that a call may reconfigure (padding, truncation):
+        # concurrent calls can fail with "Already borrowed".
+        self._tokenizer_lock = threading.Lock()
+        self.pass_cost = UNCALIBRATED_PASS_COST
 
     def with_prefix(self, texts: Sequence[str], kind: EmbedKind) -> list[str]:
         """The texts as the model expects them for `kind` (unchanged when it needs no prefix)."""
@@ -194,11 +230,13 @@ class EmbeddingModel:
     def encode(self, texts: list[str]) -> EncodedBatch:
         """One batch: float32 unit vectors in input order, and which inputs were truncated.
 
-        The batch is tokenized once. Its rows then run in groups of similar token length, each
-        padded only to its own longest row: a merged batch of short queries and one long passage
-        does not make every query pay for the passage's length.
+        The batch is tokenized once. Its rows then run in the groups of similar token length that
+        cost least (`length_groups`), each padded only to its own longest row: a merged batch of
+        short queries and one long passage does not make every query pay for the passage's length,
+        and a batch of short queries stays one pass.
         """
-        features = self.sentence_transformer.preprocess(texts, processing_kwargs=_COUNT_OVERFLOW)
+        with self._tokenizer_lock:
+            features = self.sentence_transformer.preprocess(texts, processing_kwargs=_COUNT_OVERFLOW)
         sample_of_row = features.pop(_OVERFLOW_KEY).numpy()
         truncated = np.bincount(sample_of_row, minlength=len(texts)) > 1
         # Each input's first window is what truncation keeps; its overflow rows are dropped.
@@ -206,7 +244,7 @@ class EmbeddingModel:
         lengths = features["attention_mask"].numpy()[first_rows].sum(axis=1)
         longest_first = np.argsort(-lengths, kind="stable")
         vectors = np.empty((len(texts), self.dimension), np.float32)
-        for group in length_groups(lengths[longest_first]):
+        for group in length_groups(lengths[longest_first], self.pass_cost.overhead_tokens):
             members = longest_first[group]
             # At least one column: a tokenizer without special tokens gives an empty text no tokens.
             part = self._rows(features, first_rows[members], width=max(1, int(lengths[members[0]])))
@@ -214,6 +252,34 @@ class EmbeddingModel:
             embeddings = self.sentence_transformer(part)["sentence_embedding"].float()
             vectors[members] = torch.nn.functional.normalize(embeddings, p=2, dim=1).cpu().numpy()
         return EncodedBatch(vectors=vectors, truncated=truncated)
+
+    @torch.inference_mode()
+    def calibrate(self) -> PassCost:
+        """Measure what a forward pass costs (`PassCost`) from two timed passes, a short and a long one.
+
+        On a CPU a pass streams every weight through memory whatever its size (a one-row pass of
+        a small model costs as much as ~50 tokens); on a GPU it is mostly launch latency. Splitting a
+        batch is worth it only when the padding it saves costs more than that, and waiting for
+        more callers to share a pass only for as long as the pass's fixed part.
+        """
+        short, long = (self._time_pass(rows, tokens) for rows, tokens in (CALIBRATION_SHORT, CALIBRATION_LONG))
+        short_tokens, long_tokens = (rows * tokens for rows, tokens in (CALIBRATION_SHORT, CALIBRATION_LONG))
+        per_token = max(0.0, (long - short) / (long_tokens - short_tokens))
+        self.pass_cost = PassCost(fixed_s=max(0.0, short - short_tokens * per_token), per_token_s=per_token)
+        return self.pass_cost
+
+    def _time_pass(self, rows: int, tokens: int) -> float:
+        """Seconds of the fastest of a few forward passes over `rows` rows of `tokens` tokens."""
+        ids = torch.full((rows, tokens), self.sentence_transformer.tokenizer.unk_token_id or 0)
+        features = batch_to_device(
+            {"input_ids": ids, "attention_mask": torch.ones_like(ids)}, self.sentence_transformer.device
+        )
+        seconds = []
+        for _ in range(CALIBRATION_REPEATS):
+            started = time.perf_counter()
+            self.sentence_transformer(dict(features))["sentence_embedding"].cpu()
+            seconds.append(time.perf_counter() - started)
+        return min(seconds)
 
     def _rows(self, features: dict[str, Any], rows: np.ndarray, width: int) -> dict[str, Any]:
         """The given rows of a tokenized batch, cut to `width` tokens on the side that is not padding."""
@@ -230,17 +296,24 @@ class EmbeddingModel:
         return part
 
 
-def length_groups(lengths_longest_first: np.ndarray, ratio: float = 0.5) -> list[slice]:
-    """Cut lengths sorted longest first into runs whose shortest is at least `ratio` of their longest,
-    so padding costs at most about half of each run's work."""
+def length_groups(lengths_longest_first: np.ndarray, pass_overhead_tokens: float) -> list[slice]:
+    """Cut token lengths sorted longest first into the runs that are cheapest to encode, one forward
+    pass each, where a pass costs `pass_overhead_tokens` plus its rows padded to its longest row."""
+    lengths = np.asarray(lengths_longest_first, dtype=np.float64)
+    count = len(lengths)
+    cheapest = np.zeros(count + 1)  # cheapest[end]: the first `end` rows, cut at best
+    cut = np.zeros(count + 1, dtype=np.int64)  # where the last run of that best cut starts
+    for end in range(1, count + 1):
+        starts = np.arange(end)
+        costs = cheapest[:end] + pass_overhead_tokens + (end - starts) * lengths[:end]
+        cut[end] = int(np.argmin(costs))
+        cheapest[end] = costs[cut[end]]
     groups = []
-    start = 0
-    for index, length in enumerate(lengths_longest_first):
-        if length < lengths_longest_first[start] * ratio:
-            groups.append(slice(start, index))
-            start = index
-    groups.append(slice(start, len(lengths_longest_first)))
-    return groups
+    end = count
+    while end > 0:
+        groups.append(slice(int(cut[end]), end))
+        end = int(cut[end])
+    return groups[::-1]
 
 
 def load_model(source: ModelSource, device: str, threads: int) -> EmbeddingModel:
@@ -264,8 +337,10 @@ def load_model(source: ModelSource, device: str, threads: int) -> EmbeddingModel
     model = EmbeddingModel(
         sentence_transformer, source.name, detect_prefixes(source.name, sentence_transformer.prompts)
     )
+    model.calibrate()
     log.info(
-        "loaded %s from %s: %d dimensions, %d tokens max, %s %s, prefixes %r",
+        "loaded %s from %s: %d dimensions, %d tokens max, %s %s, prefixes %r, "
+        "a forward pass costs %.1f ms + %.3f ms a token",
         model.name,
         source.path,
         model.dimension,
@@ -273,5 +348,7 @@ def load_model(source: ModelSource, device: str, threads: int) -> EmbeddingModel
         model.device,
         model.dtype,
         model.prefixes,
+        model.pass_cost.fixed_s * 1000,
+        model.pass_cost.per_token_s * 1000,
     )
     return model

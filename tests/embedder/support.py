@@ -25,32 +25,35 @@ StartEmbedder = Callable[..., Awaitable[RunningEmbedder]]
 
 
 class SpyModel:
-    """The real model, recording the batches it encodes; after `hold()`, batches wait for `release()`."""
+    """The real model, recording the batches it encodes; after `hold()`, batches (those `which` picks,
+    or all) wait for `release()`."""
 
     def __init__(self, model: EmbeddingModel) -> None:
         self._model = model
         self.batches: list[list[str]] = []
         self._entered = threading.Semaphore(0)
         self._gate: threading.Event | None = None
+        self._which: Callable[[list[str]], bool] = lambda texts: True
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._model, name)
 
     def encode(self, texts: list[str]) -> EncodedBatch:
         self.batches.append(texts)
-        self._entered.release()
-        if self._gate is not None:
+        if self._gate is not None and self._which(texts):
+            self._entered.release()
             self._gate.wait()
         return self._model.encode(texts)
 
-    def hold(self) -> None:
+    def hold(self, which: Callable[[list[str]], bool] = lambda texts: True) -> None:
         self._entered = threading.Semaphore(0)
         self._gate = threading.Event()
+        self._which = which
 
     def release(self) -> None:
         assert self._gate is not None
         self._gate.set()
 
     async def wait_until_busy(self) -> None:
-        """Until a batch has entered the model since `hold()`."""
+        """Until a held batch has entered the model since `hold()`."""
         await asyncio.to_thread(self._entered.acquire)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable
 
@@ -27,6 +29,7 @@ class FakeModel:
     def __init__(self, gated: bool = False) -> None:
         self.batches: list[list[str]] = []
         self.threads: set[int] = set()
+        self.nice_values: set[int] = set()
         self.started = threading.Semaphore(0)
         self._gate = threading.Semaphore(0)
         self._gated = gated
@@ -34,6 +37,7 @@ class FakeModel:
     def encode(self, texts: list[str]) -> EncodedBatch:
         self.batches.append(texts)
         self.threads.add(threading.get_ident())
+        self.nice_values.add(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
         self.started.release()
         if self._gated:
             self._gate.acquire()
@@ -66,10 +70,15 @@ def _number(text: str) -> float:
 
 
 async def _batcher(
-    model: FakeModel, max_batch: int = 4, wait_s: float = 0.0, queue_limit: int = 100
+    model: FakeModel, max_batch: int = 4, wait_s: float = 0.0, queue_limit: int = 100, worker_nice: int = 0
 ) -> MicroBatcher:
     batcher = MicroBatcher(
-        model.encode, dimension=DIMENSION, max_batch=max_batch, wait_s=wait_s, queue_limit=queue_limit
+        model.encode,
+        dimension=DIMENSION,
+        max_batch=max_batch,
+        wait_s=wait_s,
+        queue_limit=queue_limit,
+        worker_nice=worker_nice,
     )
     batcher.start()
     return batcher
@@ -227,6 +236,21 @@ async def test_the_model_runs_in_one_worker_thread_off_the_event_loop(closing: l
     await asyncio.gather(*(batcher.embed([f"t{i}"] * 3) for i in range(5)))
     assert len(model.threads) == 1
     assert threading.get_ident() not in model.threads
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice values are Linux's")
+@pytest.mark.asyncio
+async def test_a_lower_priority_worker_runs_the_model_niced_and_leaves_the_process_as_it_was(
+    closing: list[MicroBatcher],
+) -> None:
+    here = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    niced, plain = FakeModel(), FakeModel()
+    batchers = [await _batcher(niced, worker_nice=5), await _batcher(plain)]
+    closing.extend(batchers)
+    await asyncio.gather(*(batcher.embed(["t1", "t2"]) for batcher in batchers))
+    assert niced.nice_values == {min(here + 5, 19)}
+    assert plain.nice_values == {here}
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == here
 
 
 @pytest.mark.asyncio

@@ -103,8 +103,20 @@ def test_neighbour_similarities_are_dot_products_of_consecutive_unit_vectors() -
     assert neighbour_similarities(vectors[:1]).shape == (0,)
 
 
-def test_length_groups_keep_each_run_within_half_of_its_longest() -> None:
-    lengths = np.array([200, 150, 100, 99, 60, 50, 12, 12, 7, 2])
-    groups = length_groups(lengths)
-    assert [lengths[group].tolist() for group in groups] == [[200, 150, 100], [99, 60, 50], [12, 12, 7], [2]]
-    assert length_groups(np.array([9, 9, 9])) == [slice(0, 3)]
+def runs(lengths: list[int], pass_overhead_tokens: float) -> list[list[int]]:
+    array = np.array(lengths)
+    return [array[group].tolist() for group in length_groups(array, pass_overhead_tokens)]
+
+
+def test_length_groups_keep_short_queries_in_one_pass_and_split_off_long_passages() -> None:
+    queries = [30, 21, 14, 12, 9, 8]
+    assert runs(queries, 64) == [queries]
+    assert runs([256, 250, *queries], 64) == [[256, 250], queries]
+
+
+def test_length_groups_split_more_when_a_pass_costs_little_beyond_its_tokens() -> None:
+    lengths = [200, 150, 100, 99, 60, 50, 12, 12, 7, 2]
+    assert runs(lengths, 0) == [[200], [150], [100], [99], [60], [50], [12, 12], [7], [2]]
+    assert runs(lengths, 10_000) == [lengths]
+    assert runs([9, 9, 9], 64) == [[9, 9, 9]]
+    assert runs([], 64) == []

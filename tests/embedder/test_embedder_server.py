@@ -208,6 +208,24 @@ async def test_a_full_queue_answers_resource_exhausted(
 
 
 @pytest.mark.asyncio
+async def test_a_query_is_answered_while_a_passage_batch_is_still_in_the_model(
+    start_embedder: StartEmbedder, embedding_model: EmbeddingModel
+) -> None:
+    spy = SpyModel(embedding_model)
+    embedder = await start_embedder(model=spy)
+    spy.hold(lambda texts: "Longbourn" in texts[0])
+    passages = asyncio.create_task(embedder.client.embed([f"Letter {i} from Longbourn." for i in range(8)]))
+    try:
+        await spy.wait_until_busy()
+        vector = await asyncio.wait_for(embedder.client.embed_query("Who walked to Netherfield?"), 30)
+        np.testing.assert_allclose(vector, _bare(embedding_model, ["Who walked to Netherfield?"])[0], atol=1e-5)
+        assert not passages.done()
+    finally:
+        spy.release()
+    assert (await passages).count == 8
+
+
+@pytest.mark.asyncio
 async def test_more_texts_than_one_request_may_hold_are_refused_pointing_to_the_stream(
     embedder: RunningEmbedder,
 ) -> None:
