@@ -9,6 +9,8 @@ same behaviour, kept honest by tests/store/test_store_contract.py:
 
 from alexandria.store.factory import open_store
 from alexandria.store.model import (
+    DENSE,
+    SENTENCES,
     CollectionInfo,
     Filter,
     Hit,
@@ -19,6 +21,8 @@ from alexandria.store.model import (
 )
 
 __all__ = [
+    "DENSE",
+    "SENTENCES",
     "CollectionInfo",
     "Filter",
     "Hit",

@@ -212,31 +212,13 @@ class EmbeddedStore:
         )
         return {hit.value: hit.count for hit in response}
 
-    def query_dense(
-        self,
-        collection: str,
-        vector: np.ndarray,
-        where: Filter | None,
-        limit: int,
-        with_vectors: bool = False,
-    ) -> list[Hit]:
+    def query_dense(self, collection: str, vector: np.ndarray, where: Filter | None, limit: int) -> list[Hit]:
         """Nearest points by cosine similarity of the dense vectors."""
-        return self._query(
-            collection, edge.Query.Nearest(dense_list(vector), using=DENSE), where, limit, with_vectors
-        )
+        return self._query(collection, edge.Query.Nearest(dense_list(vector), using=DENSE), where, limit)
 
-    def query_sparse(
-        self,
-        collection: str,
-        vector: SparseVector,
-        where: Filter | None,
-        limit: int,
-        with_vectors: bool = False,
-    ) -> list[Hit]:
+    def query_sparse(self, collection: str, vector: SparseVector, where: Filter | None, limit: int) -> list[Hit]:
         """Best points by lexical (BM25 with the collection's IDF) score; none for an empty vector."""
-        return self._query(
-            collection, edge.Query.Nearest(_to_edge_sparse(vector), using=SPARSE), where, limit, with_vectors
-        )
+        return self._query(collection, edge.Query.Nearest(_to_edge_sparse(vector), using=SPARSE), where, limit)
 
     def query_hybrid(
         self,
@@ -246,7 +228,6 @@ class EmbeddedStore:
         where: Filter | None,
         limit: int,
         prefetch_limit: int,
-        with_vectors: bool = False,
     ) -> list[Hit]:
         """One engine query: dense and sparse prefetches (filtered alike) fused with RRF."""
         prefetches = [
@@ -255,7 +236,23 @@ class EmbeddedStore:
                 limit=prefetch_limit, query=edge.Query.Nearest(_to_edge_sparse(sparse), using=SPARSE)
             ),
         ]
-        return self._query(collection, edge.Fusion.Rrf(k=_RRF_K), where, limit, with_vectors, prefetches)
+        return self._query(collection, edge.Fusion.Rrf(k=_RRF_K), where, limit, prefetches)
+
+    def similarities(self, collection: str, ids: list[str], vector: np.ndarray, using: str) -> dict[str, float]:
+        """The cosine of `vector` to each point's `using` vector (MaxSim for SENTENCES), by the engine."""
+        if not ids:
+            return {}
+        query = dense_list(vector)
+        points = self._shard(collection).query(
+            edge.QueryRequest(
+                limit=len(ids),
+                query=edge.Query.Nearest([query] if using == SENTENCES else query, using=using),
+                filter=edge.Filter(must=[edge.HasIdCondition(set(ids))]),
+                with_payload=False,
+                with_vector=False,
+            )
+        )
+        return {str(p.id): float(p.score) for p in points}
 
     def close(self) -> None:
         """Flush and close every shard, releasing their locks; later calls raise Unavailable."""
@@ -273,7 +270,6 @@ class EmbeddedStore:
         query: Any,
         where: Filter | None,
         limit: int,
-        with_vectors: bool,
         prefetches: list[edge.Prefetch] | None = None,
     ) -> list[Hit]:
         # A filter on the request also applies inside its prefetches, so both candidate lists obey it.
@@ -284,14 +280,10 @@ class EmbeddedStore:
                 prefetches=prefetches,
                 filter=_to_edge_filter(where),
                 with_payload=True,
-                with_vector=vector_selector(with_vectors),
+                with_vector=False,
             )
         )
-        return [
-            Hit(id=str(p.id), score=p.score, payload=p.payload or {}, dense=dense_from(p.vector),
-                sentences=sentences_from(p.vector))
-            for p in points
-        ]
+        return [Hit(id=str(p.id), score=p.score, payload=p.payload or {}) for p in points]
 
     def _shard(self, collection: str) -> edge.EdgeShard:
         shard = self._find_shard(collection)

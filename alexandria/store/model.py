@@ -103,13 +103,11 @@ class PointRecord:
 
 @dataclass(frozen=True)
 class Hit:
-    """A query result. `score` is the engine's score for the mode; `dense` is returned when asked for."""
+    """A query result. `score` is the engine's score for the mode (a fused rank in hybrid mode)."""
 
     id: str
     score: float
     payload: dict[str, Any]
-    dense: np.ndarray | None = None
-    sentences: np.ndarray | None = None  # returned with `dense` when the point has them
 
 
 @dataclass(frozen=True)
@@ -152,13 +150,9 @@ class Store(Protocol):
     def facet_counts(self, collection: str, key: str, where: Filter | None = None, limit: int = 100000) -> dict[Any, int]:
         """Distinct values of a keyword payload field with their point counts."""
 
-    def query_dense(
-        self, collection: str, vector: np.ndarray, where: Filter | None, limit: int, with_vectors: bool = False
-    ) -> list[Hit]: ...
+    def query_dense(self, collection: str, vector: np.ndarray, where: Filter | None, limit: int) -> list[Hit]: ...
 
-    def query_sparse(
-        self, collection: str, vector: SparseVector, where: Filter | None, limit: int, with_vectors: bool = False
-    ) -> list[Hit]: ...
+    def query_sparse(self, collection: str, vector: SparseVector, where: Filter | None, limit: int) -> list[Hit]: ...
 
     def query_hybrid(
         self,
@@ -168,9 +162,12 @@ class Store(Protocol):
         where: Filter | None,
         limit: int,
         prefetch_limit: int,
-        with_vectors: bool = False,
     ) -> list[Hit]:
         """One engine query: dense and sparse prefetches fused with RRF."""
+
+    def similarities(self, collection: str, ids: list[str], vector: np.ndarray, using: str) -> dict[str, float]:
+        """The cosine of `vector` to each given point's `using` vector, computed by the engine; for a
+        multivector (SENTENCES), to its best-matching vector (MaxSim). Points without it are left out."""
 
     def optimize(self, collection: str) -> None:
         """Build indexes now (embedded: HNSW; server: no-op, the server optimises by itself)."""

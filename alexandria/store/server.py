@@ -224,29 +224,13 @@ class ServerStore:
             )
         return {hit.value: hit.count for hit in response.hits}
 
-    def query_dense(
-        self,
-        collection: str,
-        vector: np.ndarray,
-        where: Filter | None,
-        limit: int,
-        with_vectors: bool = False,
-    ) -> list[Hit]:
+    def query_dense(self, collection: str, vector: np.ndarray, where: Filter | None, limit: int) -> list[Hit]:
         """Nearest points by cosine similarity of the dense vectors."""
-        return self._query(collection, where, limit, with_vectors, query=dense_list(vector), using=DENSE)
+        return self._query(collection, where, limit, query=dense_list(vector), using=DENSE)
 
-    def query_sparse(
-        self,
-        collection: str,
-        vector: SparseVector,
-        where: Filter | None,
-        limit: int,
-        with_vectors: bool = False,
-    ) -> list[Hit]:
+    def query_sparse(self, collection: str, vector: SparseVector, where: Filter | None, limit: int) -> list[Hit]:
         """Best points by lexical (BM25 with the collection's IDF) score; none for an empty vector."""
-        return self._query(
-            collection, where, limit, with_vectors, query=_to_qdrant_sparse(vector), using=SPARSE
-        )
+        return self._query(collection, where, limit, query=_to_qdrant_sparse(vector), using=SPARSE)
 
     def query_hybrid(
         self,
@@ -256,7 +240,6 @@ class ServerStore:
         where: Filter | None,
         limit: int,
         prefetch_limit: int,
-        with_vectors: bool = False,
     ) -> list[Hit]:
         """One engine query: dense and sparse prefetches (filtered alike) fused with RRF."""
         prefetch = [
@@ -264,13 +247,25 @@ class ServerStore:
             models.Prefetch(query=_to_qdrant_sparse(sparse), using=SPARSE, limit=prefetch_limit),
         ]
         return self._query(
-            collection,
-            where,
-            limit,
-            with_vectors,
-            query=models.FusionQuery(fusion=models.Fusion.RRF),
-            prefetch=prefetch,
+            collection, where, limit, query=models.FusionQuery(fusion=models.Fusion.RRF), prefetch=prefetch
         )
+
+    def similarities(self, collection: str, ids: list[str], vector: np.ndarray, using: str) -> dict[str, float]:
+        """The cosine of `vector` to each point's `using` vector (MaxSim for SENTENCES), by the engine."""
+        if not ids:
+            return {}
+        query = dense_list(vector)
+        with self._errors(self._require(collection)):
+            response = self._client.query_points(
+                collection,
+                query=[query] if using == SENTENCES else query,
+                using=using,
+                query_filter=models.Filter(must=[models.HasIdCondition(has_id=ids)]),
+                limit=len(ids),
+                with_payload=False,
+                with_vectors=False,
+            )
+        return {str(p.id): float(p.score) for p in response.points}
 
     def close(self) -> None:
         """Close the client (local mode: release its folder)."""
@@ -278,9 +273,7 @@ class ServerStore:
 
     # internals
 
-    def _query(
-        self, collection: str, where: Filter | None, limit: int, with_vectors: bool, **query: Any
-    ) -> list[Hit]:
+    def _query(self, collection: str, where: Filter | None, limit: int, **query: Any) -> list[Hit]:
         # query_filter also applies inside the prefetches, so both candidate lists obey it.
         with self._errors(self._require(collection)):
             response = self._client.query_points(
@@ -288,14 +281,10 @@ class ServerStore:
                 query_filter=_to_qdrant_filter(where),
                 limit=limit,
                 with_payload=True,
-                with_vectors=vector_selector(with_vectors),
+                with_vectors=False,
                 **query,
             )
-        return [
-            Hit(id=str(p.id), score=p.score, payload=p.payload or {}, dense=dense_from(p.vector),
-                sentences=sentences_from(p.vector))
-            for p in response.points
-        ]
+        return [Hit(id=str(p.id), score=p.score, payload=p.payload or {}) for p in response.points]
 
     def _require(self, collection: str) -> str:
         """`collection`, known to exist (asked once per process), or NotFound."""

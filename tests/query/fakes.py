@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from alexandria.store import CollectionInfo, Filter, Hit, PointRecord, SparseVector, StoredPoint
+from alexandria.store import SENTENCES, CollectionInfo, Filter, Hit, PointRecord, SparseVector, StoredPoint
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_document
 from services.query.search import QueryVector
@@ -94,12 +94,10 @@ class FakeStore:
         points = self.collections[collection]
         return [self._record(points[i], with_vectors) for i in ids if i in points]
 
-    def _hits(self, scored: list[tuple[float, StoredPoint]], limit: int, with_vectors: bool) -> list[Hit]:
+    @staticmethod
+    def _hits(scored: list[tuple[float, StoredPoint]], limit: int) -> list[Hit]:
         scored.sort(key=lambda pair: -pair[0])
-        return [
-            Hit(p.id, s, p.payload, *((p.dense, p.sentences) if with_vectors else (None, None)))
-            for s, p in scored[:limit]
-        ]
+        return [Hit(p.id, s, p.payload) for s, p in scored[:limit]]
 
     def _dense_scores(self, collection: str, vector: np.ndarray, where: Filter | None) -> list[tuple[float, StoredPoint]]:
         return [(float(p.dense @ vector), p) for p in self._points(collection, where)]
@@ -113,15 +111,15 @@ class FakeStore:
                 scored.append((score, p))
         return scored
 
-    def query_dense(self, collection, vector, where, limit, with_vectors=False) -> list[Hit]:
+    def query_dense(self, collection, vector, where, limit) -> list[Hit]:
         self.calls.append("query_dense")
-        return self._hits(self._dense_scores(collection, vector, where), limit, with_vectors)
+        return self._hits(self._dense_scores(collection, vector, where), limit)
 
-    def query_sparse(self, collection, vector, where, limit, with_vectors=False) -> list[Hit]:
+    def query_sparse(self, collection, vector, where, limit) -> list[Hit]:
         self.calls.append("query_sparse")
-        return self._hits(self._sparse_scores(collection, vector, where), limit, with_vectors)
+        return self._hits(self._sparse_scores(collection, vector, where), limit)
 
-    def query_hybrid(self, collection, dense, sparse, where, limit, prefetch_limit, with_vectors=False) -> list[Hit]:
+    def query_hybrid(self, collection, dense, sparse, where, limit, prefetch_limit) -> list[Hit]:
         self.calls.append("query_hybrid")
         fused: dict[str, float] = {}
         points: dict[str, StoredPoint] = {}
@@ -130,10 +128,22 @@ class FakeStore:
             for rank, (_, p) in enumerate(scored[:prefetch_limit]):
                 fused[p.id] = fused.get(p.id, 0.0) + 1.0 / (RRF_K + rank + 1)
                 points[p.id] = p
-        return self._hits([(s, points[i]) for i, s in fused.items()], limit, with_vectors)
+        return self._hits([(s, points[i]) for i, s in fused.items()], limit)
+
+    def similarities(self, collection, ids, vector, using) -> dict[str, float]:
+        self.calls.append(f"similarities {using}")
+        points = self.collections[collection]
+        if using == SENTENCES:
+            with_sentences = [i for i in ids if i in points and points[i].sentences is not None]
+            return {i: float(cosines(points[i].sentences, vector).max()) for i in with_sentences}
+        return {i: float(cosines(points[i].dense[None, :], vector)[0]) for i in ids if i in points}
 
     def close(self) -> None:
         self.calls.append("close")
+
+
+def cosines(rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    return rows @ vector / (np.linalg.norm(rows, axis=1) * np.linalg.norm(vector))
 
 
 @dataclass

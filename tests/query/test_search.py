@@ -217,6 +217,26 @@ async def test_a_model_mismatch_names_both_models(store, encoder) -> None:
     assert "fake-model" in error.value.message and "other-model" in error.value.message
 
 
+@pytest.mark.asyncio
+async def test_the_collection_record_is_read_once_and_again_only_when_it_may_have_changed(store, encoder) -> None:
+    searcher = Searcher(store, encoder)
+    for _ in range(3):
+        assert (await searcher.search(_query(), BUDGET)).results
+    assert store.calls.count("collection_info") == 1  # it counts every point: not on each search
+
+    # The collection made anew by another model: the first search with that model reads it again.
+    store.add_collection(COLLECTION, model="other-model")
+    store.upsert(COLLECTION, [point("c9", "A passage of the new collection.", unit(1, 0, 0, 0))])
+    encoder.model = "other-model"
+    assert [p.chunk_id for p in (await searcher.search(_query(), BUDGET)).results] == ["c9"]
+    assert store.calls.count("collection_info") == 2
+
+    # Emptied since: no hits, so the record is read again, and the search says why.
+    store.collections[COLLECTION].clear()
+    with pytest.raises(FailedPrecondition, match="is empty"):
+        await searcher.search(_query(), BUDGET)
+
+
 def _passage(text: str, sequence_index: int = 0, sibling_count: int = 0):
     payload = {f.TEXT: text, f.PARENT_ID: "p", f.SEQUENCE_INDEX: sequence_index, f.SIBLING_COUNT: sibling_count}
     return passage_from_payload("id", 0.5, payload, matched_lexically=False)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from alexandria.errors import FailedPrecondition, InvalidArgument, NotFound
-from alexandria.store import Filter, Store, lexical, open_store
+from alexandria.store import DENSE, SENTENCES, Filter, Store, lexical, open_store
 from alexandria.store import schema as f
 from store.synthetic import (
     BOOK_SIZES,
@@ -155,14 +155,12 @@ def test_author_text_filter_matches_a_word_in_any_case(library: Store) -> None:
 
 
 def test_dense_query_returns_the_nearest_points_first(library: Store) -> None:
-    hits = library.query_dense(COLLECTION, axis(0), None, limit=3, with_vectors=True)
+    hits = library.query_dense(COLLECTION, axis(0), None, limit=3)
 
     assert names(hits)[:2] == ["whale", "ship"]
     assert hits[0].score == pytest.approx(1.0, abs=1e-5)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert hits[0].id == point_id("whale")
-    np.testing.assert_allclose(hits[0].dense, axis(0), atol=1e-6)
-    assert library.query_dense(COLLECTION, axis(0), None, limit=1)[0].dense is None
 
 
 def test_sparse_query_weighs_rare_words_above_common_ones(library: Store) -> None:
@@ -193,12 +191,10 @@ def test_hybrid_query_fuses_both_rankings(library: Store) -> None:
         None,
         limit=3,
         prefetch_limit=2,
-        with_vectors=True,
     )
 
     assert names(hits)[0] == "ship"
     assert set(names(hits)) == {"ship", "whale", "harpoon"}
-    assert all(h.dense is not None and h.dense.dtype == np.float32 for h in hits)
 
 
 def test_filters_apply_to_every_query_mode(library: Store) -> None:
@@ -253,7 +249,7 @@ def test_a_second_opener_of_the_same_store_fails_clearly(
     assert library.count(COLLECTION) == len(PASSAGES)  # the owner is unaffected
 
 
-def test_sentence_vectors_come_back_with_hits_and_records(library: Store) -> None:
+def test_sentence_vectors_come_back_with_records(library: Store) -> None:
     sentences = np.stack([axis(5), axis(6, tilt=5)])
     point = stored_point(PASSAGES[0])
     library.upsert(COLLECTION, [type(point)(point.id, point.dense, point.sparse, point.payload, sentences)])
@@ -261,8 +257,23 @@ def test_sentence_vectors_come_back_with_hits_and_records(library: Store) -> Non
     record = library.retrieve(COLLECTION, [point.id], with_vectors=True)[0]
     assert record.sentences.shape == (2, DIMENSION) and record.sentences.dtype == np.float32
     np.testing.assert_allclose(record.sentences, sentences, atol=1e-3)  # stored as float16
-    hit = library.query_dense(COLLECTION, point.dense, None, 1, with_vectors=True)[0]
-    assert hit.id == point.id
-    np.testing.assert_allclose(hit.sentences, sentences, atol=1e-3)
     other = library.retrieve(COLLECTION, [point_id("harpoon")], with_vectors=True)[0]
     assert other.sentences is None  # parents and older points carry none
+
+
+def test_similarities_are_cosines_to_the_best_sentence_or_to_the_dense_vector(library: Store) -> None:
+    sentences = np.stack([axis(5), axis(6, tilt=5)])
+    point = stored_point(PASSAGES[0])  # whale, dense along axis 0
+    library.upsert(COLLECTION, [type(point)(point.id, point.dense, point.sparse, point.payload, sentences)])
+    query = axis(6)
+    wanted = [point.id, point_id("harpoon"), point_id("ship")]
+
+    by_sentence = library.similarities(COLLECTION, wanted, query, SENTENCES)
+    assert set(by_sentence) == {point.id}  # the others have no sentence vectors
+    assert by_sentence[point.id] == pytest.approx(float(axis(6, tilt=5) @ query), abs=1e-3)  # the better one
+
+    by_dense = library.similarities(COLLECTION, wanted, axis(0), DENSE)
+    assert by_dense == pytest.approx({i: float(axis(0) @ library.retrieve(COLLECTION, [i], True)[0].dense)
+                                      for i in wanted}, abs=1e-5)
+    assert by_dense[point.id] == pytest.approx(1.0, abs=1e-5)
+    assert library.similarities(COLLECTION, [], query, DENSE) == {}
