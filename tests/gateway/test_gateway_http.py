@@ -5,6 +5,7 @@ protection, the health endpoint, and the refusal to listen beyond loopback witho
 from __future__ import annotations
 
 import asyncio
+import socket
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -61,6 +62,28 @@ async def mcp_client(
         Client(streamable_http_client(f"{url}/mcp", http_client=http), mode=mode) as client,
     ):
         yield client
+
+
+@pytest.mark.asyncio
+async def test_connections_to_the_gateway_socket_send_without_nagle_delay() -> None:
+    # With Nagle on, each streamed response's last chunk waited ~40 ms for the client's delayed ACK.
+    nodelay: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    class Probe(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            accepted = transport.get_extra_info("socket")
+            nodelay.set_result(accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            transport.close()
+
+    sock = bind_socket("127.0.0.1", 0)
+    server = await asyncio.get_running_loop().create_server(Probe, sock=sock)
+    try:
+        _reader, writer = await asyncio.open_connection("127.0.0.1", sock.getsockname()[1])
+        assert await asyncio.wait_for(nodelay, 10) != 0
+        writer.close()
+    finally:
+        server.close()
+        await server.wait_closed()
 
 
 @pytest.fixture
