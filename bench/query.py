@@ -1,4 +1,4 @@
-"""alexandria_query latency through the query gRPC service, next to the bare cost, on 100,000 chunks.
+"""alexandria_query latency through the gateway, next to the bare cost, on 100,000 chunks.
 
     .venv/bin/python bench/query.py [--chunks 100000] [--queries 500] [--scratch bench/out/query]
 
@@ -9,14 +9,18 @@ Setup (kept in the scratch directory between runs):
    keys and ids (chapters and their children alike, sentence vectors included), each chunk vector
    nudged by a little noise so that the copies are not exact duplicates; then indexed (optimize).
 
-Measured, each over `--queries` questions (bench/retrieval_questions.yaml, cycled):
-- bare, in this process: one model encode + the one store query a precise search makes (hybrid,
-  with vectors), nothing else: the floor the service is compared to;
-- precise, contextual, comprehensive: Search RPCs to the services as deployed on the embedded
-  store: `python -m services ingest query` in one process (they share the store), the embedder in
-  another, unix sockets, and this process as the client;
-- precise during an ingest: the same while an IngestFile RPC ingests a corpus book into the bench
-  collection (the ingest service then brings the index up to date); the book is removed after.
+Queries: the questions of bench/retrieval_questions.yaml, each asked in several wordings
+(QUESTION_WORDINGS), so that the `--queries` questions of a measurement are all different
+texts: no cache anywhere could answer one from an earlier one.
+
+Measured, each over `--queries` questions:
+- bare, in this process: one model encode + the one store query a precise search makes (hybrid),
+  nothing else: the floor the service is compared to;
+- precise, contextual, comprehensive: `alexandria_query` called by a real MCP client (the SDK's
+  `Client`, Streamable HTTP) on the stack as `alexandria up` runs it (embedded store; embedder,
+  services and gateway in their own processes), with every other argument at its default;
+- precise during an ingest: the same while `alexandria_ingest_file` ingests a corpus book into the
+  bench collection (from a second MCP client); the book is removed after (`alexandria_remove`).
 The last line is JSON: precise_p50_ms, precise_p95_ms, contextual_p50_ms, comprehensive_p50_ms,
 bare_p50_ms, ratio (precise p50 / bare p50), during_ingest_p95_ms.
 """
@@ -29,14 +33,13 @@ import itertools
 import json
 import logging
 import os
-import signal
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -44,22 +47,22 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from mcp import Client
 from retrieval import (
     DEFAULT_CORPUS,
     book_file,
+    embedder_service,
     ingest_corpus,
     ingested_file_names,
     load_questions,
     store_settings,
 )
 
-from alexandria.clients import EmbedderClient, ServiceClient, wait_until_serving
 from alexandria.logs import configure_logging
-from alexandria.settings import ClientSettings, EmbedderSettings
+from alexandria.settings import EmbedderSettings
 from alexandria.store import Filter, PointRecord, SparseVector, Store, StoredPoint, open_store
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_document, encode_query
-from alexandria.v1 import ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
 from services.embedder.model import EmbedKind, load_model, resolve_device, resolve_model_source
 from services.query.search import (
     CANDIDATES_PER_RESULT,
@@ -69,6 +72,7 @@ from services.query.search import (
     SearchQuery,
     search_filter,
 )
+from tests.e2e.stack import RunningStack, start_stack
 
 DEFAULT_SCRATCH = ROOT / "bench" / "out" / "query"
 SOURCE = "source"
@@ -79,16 +83,24 @@ SOURCE_BOOKS = (1, 5, 6)
 INGEST_DURING = "the_tempest.epub"
 INGEST_DURING_TITLE, INGEST_DURING_AUTHOR = "The Tempest", "William Shakespeare"
 WARM_UP_QUERIES = 20
-START_TIMEOUT_S = 600.0
+# Each question asked in these wordings: distinct texts with the same meaning.
+QUESTION_WORDINGS = (
+    "{}",
+    "In the books, {}",
+    "{} Quote the passage.",
+    "Tell me: {}",
+    "I wonder, {}",
+    "Find where the text says: {}",
+    "{} Which passage shows it?",
+    "Question: {}",
+    "Please look up: {}",
+    "{} Cite the book.",
+)
 VECTOR_NOISE = 0.02
 UPSERT_BATCH = 1000
 COPIES_PER_ROUND = 10
 COPY_NAMESPACE = uuid.UUID("0d9b1f40-5a6f-4f0e-9d61-7a3c2b8e4c11")
-MODES = {
-    "precise": query_pb2.CONTEXT_MODE_PRECISE,
-    "contextual": query_pb2.CONTEXT_MODE_CONTEXTUAL,
-    "comprehensive": query_pb2.CONTEXT_MODE_COMPREHENSIVE,
-}
+MODES = ("precise", "contextual", "comprehensive")
 
 log = logging.getLogger("bench.query")
 
@@ -115,76 +127,22 @@ class Figures:
     points: int
 
 
-async def timed(call: Callable[[str], Awaitable[object]], questions: list[str], count: int) -> Latency:
-    """Latency of `call` over `count` questions (after a few unmeasured warm-up calls)."""
-    for question in questions[:WARM_UP_QUERIES]:
-        await call(question)
+def distinct_questions(questions: list[str], count: int, skip: int = 0) -> list[str]:
+    """`count` different question texts, after the first `skip` (every question, then every wording)."""
+    wordings = [wording.format(question) for wording in QUESTION_WORDINGS for question in questions]
+    if skip + count > len(wordings):
+        raise SystemExit(f"only {len(wordings)} distinct questions; ask for fewer (--queries)")
+    return wordings[skip : skip + count]
+
+
+async def timed(call: Callable[[str], Awaitable[object]], questions: list[str]) -> Latency:
+    """Latency of `call` over `questions`, one after another."""
     seconds = []
-    for question in itertools.islice(itertools.cycle(questions), count):
+    for question in questions:
         started = time.perf_counter()
         await call(question)
         seconds.append(time.perf_counter() - started)
     return Latency.of(seconds)
-
-
-@asynccontextmanager
-async def service_process(names: list[str], env: dict[str, str], addresses: list[str]) -> AsyncIterator[None]:
-    """`python -m services NAMES` in its own process, once each of `addresses` reports SERVING."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "services", *names, cwd=ROOT,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "ALEXANDRIA_LOG_LEVEL": "WARNING", **env},
-    )
-    try:
-        ready = asyncio.ensure_future(asyncio.gather(*(wait_until_serving(a, START_TIMEOUT_S) for a in addresses)))
-        exited = asyncio.ensure_future(process.wait())
-        await asyncio.wait([ready, exited], return_when=asyncio.FIRST_COMPLETED)
-        exited.cancel()
-        if not ready.done():
-            ready.cancel()
-            raise SystemExit(f"{' + '.join(names)} exited with status {process.returncode} before serving")
-        ready.result()
-        yield
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGTERM)
-            await process.wait()
-
-
-@asynccontextmanager
-async def embedder_process(scratch: Path) -> AsyncIterator[EmbedderClient]:
-    """The embedder in its own process, as deployed."""
-    address = f"unix://{scratch / 'embedder.sock'}"
-    async with service_process(["embedder"], {"EMBEDDER_LISTEN": address}, [address]):
-        client = EmbedderClient(address, ClientSettings())
-        try:
-            yield client
-        finally:
-            await client.close()
-
-
-@asynccontextmanager
-async def query_and_ingest_process(
-    scratch: Path, corpus: Path, embedder_address: str
-) -> AsyncIterator[tuple[ServiceClient, ServiceClient]]:
-    """The query and ingest services sharing the bench store in one process, as deployed embedded."""
-    query_address, ingest_address = f"unix://{scratch / 'query.sock'}", f"unix://{scratch / 'ingest.sock'}"
-    env = {
-        "ALEXANDRIA_DATA_DIR": str(scratch),
-        "QDRANT_COLLECTION": BENCH,
-        "EMBEDDER_ADDR": embedder_address,
-        "QUERY_LISTEN": query_address,
-        "INGEST_LISTEN": ingest_address,
-        "CATALOG_ADDR": f"unix://{scratch / 'no-catalog.sock'}",  # only local files are ingested here
-        "LOCAL_INGEST_PATH": str(corpus / "local-files"),
-    }
-    async with service_process(["ingest", "query"], env, [query_address, ingest_address]):
-        query = ServiceClient("query", query_address, query_pb2_grpc.QueryServiceStub, ClientSettings())
-        ingest = ServiceClient("ingest", ingest_address, ingest_pb2_grpc.IngestServiceStub, ClientSettings())
-        try:
-            yield query, ingest
-        finally:
-            await query.close()
-            await ingest.close()
 
 
 def _copy_points(
@@ -234,7 +192,7 @@ def fill_bench_collection(store: Store, chunks: int) -> None:
     log.info("filled %s in %.0f s", BENCH, time.perf_counter() - started)
 
 
-async def measure_bare(store: Store, questions: list[str], count: int) -> tuple[Latency, Latency]:
+async def measure_bare(store: Store, questions: list[str], warm_up: list[str]) -> tuple[Latency, Latency]:
     """One in-process encode + one store query (the precise search's, and a dense-only one).
 
     Blocking calls on the event loop on purpose: nothing else runs meanwhile, and no thread hop is
@@ -249,70 +207,82 @@ async def measure_bare(store: Store, questions: list[str], count: int) -> tuple[
         return model.encode(model.with_prefix([question], EmbedKind.QUERY)).vectors[0]
 
     async def hybrid(question: str) -> None:
-        store.query_hybrid(BENCH, encode(question), encode_query(question), where, candidates, prefetch, with_vectors=True)
+        store.query_hybrid(BENCH, encode(question), encode_query(question), where, candidates, prefetch)
 
     async def dense(question: str) -> None:
         store.query_dense(BENCH, encode(question), where, candidates)
 
-    return await timed(hybrid, questions, count), await timed(dense, questions, count)
+    for question in warm_up:
+        await hybrid(question)
+    return await timed(hybrid, questions), await timed(dense, questions)
+
+
+async def call_tool(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The tool's structured result; a tool error stops the benchmark, naming it."""
+    result = await client.call_tool(tool, arguments)
+    if result.is_error:
+        raise SystemExit(f"{tool} failed: {result.structured_content or result.content}")
+    return result.structured_content or {}
+
+
+def query_tool(client: Client, context_mode: str) -> Callable[[str], Awaitable[object]]:
+    """alexandria_query in `context_mode`, every other argument at its default."""
+    return lambda question: call_tool(client, "alexandria_query", {"query": question, "context_mode": context_mode})
 
 
 async def measure_during_ingest(
-    ingest: ServiceClient, corpus: Path, search: Callable[[str], Awaitable[object]], questions: list[str]
+    stack: RunningStack, corpus: Path, search: Callable[[str], Awaitable[object]], questions: list[str]
 ) -> tuple[Latency, Latency]:
-    """Precise latency at idle, then while the ingest service ingests a corpus book into the collection."""
-    idle = await timed(search, questions, len(questions))
+    """Precise latency at idle, then while alexandria_ingest_file ingests a corpus book into the collection."""
+    idle = await timed(search, questions)
     path = book_file(corpus, INGEST_DURING)
-    # The file names no author (on purpose, in the corpus), so the request does.
-    request = ingest_pb2.IngestFileRequest(
-        file_path=str(path), title=INGEST_DURING_TITLE, author=INGEST_DURING_AUTHOR,
-        options=ingest_pb2.IngestOptions(collection=BENCH),
-    )
-
-    async def ingest_book() -> None:
-        async for event in ingest.stream("IngestFile", request):
-            if event.HasField("result") and not event.result.success:
-                raise SystemExit(f"ingesting {path.name} failed: {event.result.error}")
-
-    task = asyncio.create_task(ingest_book())
-    seconds = []
-    try:
-        for question in itertools.cycle(questions):
-            if task.done():
-                break
-            started = time.perf_counter()
-            await search(question)
-            seconds.append(time.perf_counter() - started)
-        await task
-    finally:
-        removed = await ingest.call("RemoveBook", ingest_pb2.RemoveBookRequest(collection=BENCH, file_path=str(path)))
-        log.info("removed the %d points ingested during the measurement", removed.chunks_removed)
+    async with Client(stack.mcp_url) as ingester:
+        # The file names no author (on purpose, in the corpus), so the call does.
+        arguments = {"file_path": str(path), "title": INGEST_DURING_TITLE, "author": INGEST_DURING_AUTHOR}
+        task = asyncio.create_task(call_tool(ingester, "alexandria_ingest_file", arguments))
+        seconds = []
+        try:
+            for question in itertools.cycle(questions):
+                if task.done():
+                    break
+                started = time.perf_counter()
+                await search(question)
+                seconds.append(time.perf_counter() - started)
+            await task
+        finally:
+            removed = await call_tool(ingester, "alexandria_remove", {"file_path": str(path)})
+            log.info("removed the %s points ingested during the measurement", removed.get("chunks_removed"))
     return idle, Latency.of(seconds)
 
 
-async def measure(corpus: Path, scratch: Path, chunks: int, queries: int) -> Figures:
-    questions = [q.question for q in load_questions()]
+async def measure(corpus: Path, scratch: Path, chunks: int, count: int) -> Figures:
+    asked = [q.question for q in load_questions()]
+    questions, warm_up = distinct_questions(asked, count), distinct_questions(asked, WARM_UP_QUERIES, skip=count)
     scratch.mkdir(parents=True, exist_ok=True)
-    async with embedder_process(scratch) as embedder:
-        # The embedded store is one process's at a time: this one's for the setup, then the services'.
-        store = open_store(store_settings(scratch))
-        try:
-            sources = [book_file(corpus, b) for b in SOURCE_BOOKS]
-            missing = [p for p in sources if p.name not in ingested_file_names(store, SOURCE)]
-            if missing:
+    # The embedded store is one process's at a time: this one's for the setup, then the stack's.
+    store = open_store(store_settings(scratch))
+    try:
+        sources = [book_file(corpus, b) for b in SOURCE_BOOKS]
+        missing = [p for p in sources if p.name not in ingested_file_names(store, SOURCE)]
+        if missing:
+            async with embedder_service(scratch) as embedder:
                 await ingest_corpus(store, embedder, missing, SOURCE)
-            await asyncio.to_thread(fill_bench_collection, store, chunks)
-            bare, bare_dense = await measure_bare(store, questions, queries)
-            points = store.collection_info(BENCH).points_count
-        finally:
-            store.close()
-        async with query_and_ingest_process(scratch, corpus, embedder.address) as (query, ingest):
-
-            def search(mode: int) -> Callable[[str], Awaitable[object]]:
-                return lambda q: query.call("Search", query_pb2.SearchRequest(query=q, context_mode=mode))
-
-            modes = {name: await timed(search(mode), questions, queries) for name, mode in MODES.items()}
-            idle, during = await measure_during_ingest(ingest, corpus, search(MODES["precise"]), questions)
+        await asyncio.to_thread(fill_bench_collection, store, chunks)
+        bare, bare_dense = await measure_bare(store, questions, warm_up)
+        points = store.collection_info(BENCH).points_count
+    finally:
+        store.close()
+    stack = await asyncio.to_thread(
+        start_stack, scratch, corpus / "calibre-library", corpus / "local-files", {"QDRANT_COLLECTION": BENCH}
+    )
+    try:
+        async with Client(stack.mcp_url) as client:
+            for question in warm_up:
+                await query_tool(client, "precise")(question)
+            modes = {mode: await timed(query_tool(client, mode), questions) for mode in MODES}
+            idle, during = await measure_during_ingest(stack, corpus, query_tool(client, "precise"), questions)
+    finally:
+        await asyncio.to_thread(stack.stop)
     return Figures(bare, bare_dense, modes, idle, during, points)
 
 
@@ -320,12 +290,12 @@ def report(figures: Figures) -> str:
     rows = [
         ("bare (encode + hybrid query)", figures.bare),
         ("bare (encode + dense query)", figures.bare_dense),
-        *((f"Search {name}", latency) for name, latency in figures.modes.items()),
-        ("Search precise, idle", figures.idle_precise),
-        ("Search precise, during ingest", figures.during_ingest),
+        *((f"alexandria_query {name}", latency) for name, latency in figures.modes.items()),
+        ("alexandria_query precise, idle", figures.idle_precise),
+        ("  ... during an ingest", figures.during_ingest),
     ]
-    lines = [f"{figures.points:,} points in the bench collection", f"{'':<32} {'p50 ms':>8} {'p95 ms':>8} {'n':>6}"]
-    lines += [f"{name:<32} {lat.p50_ms:>8.2f} {lat.p95_ms:>8.2f} {lat.count:>6}" for name, lat in rows]
+    lines = [f"{figures.points:,} points in the bench collection", f"{'':<34} {'p50 ms':>8} {'p95 ms':>8} {'n':>6}"]
+    lines += [f"{name:<34} {lat.p50_ms:>8.2f} {lat.p95_ms:>8.2f} {lat.count:>6}" for name, lat in rows]
     precise = figures.modes["precise"]
     lines.append(
         f"precise / bare = {precise.p50_ms / figures.bare.p50_ms:.2f}; "

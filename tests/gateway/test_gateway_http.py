@@ -5,8 +5,8 @@ protection, the health endpoint, and the refusal to listen beyond loopback witho
 from __future__ import annotations
 
 import asyncio
-import socket
 import json
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
