@@ -1,9 +1,10 @@
 """Embedder benchmark: the bare model against the same loaded model behind the gRPC service.
 
-In one run, on one loaded model:
+In one run, with the same model loaded in this process (bare) and in the service's own process
+(`python -m services.embedder` on a unix socket, as deployed):
 - throughput, sentences/second, for real book sentences (Pride and Prejudice from the shared
   corpus, split naively): (a) a bare `SentenceTransformer.encode` call, (b) through the service
-  (in-process server on a unix socket; `EmbedderClient.embed_many`, i.e. EmbedStream in slices);
+  (`EmbedderClient.embed_many`, i.e. EmbedStream in slices);
 - single-query latency p50/p95: bare `encode([query])` against `EmbedderClient.embed_query`
   (queries: the book's sentences of 5 to 20 words, about the length of a search question);
 - 32 concurrent query clients against one-at-a-time queries through the service (micro-batching).
@@ -20,8 +21,10 @@ import argparse
 import asyncio
 import html
 import json
+import os
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -36,11 +39,10 @@ import numpy as np
 import torch
 from ebooklib import epub
 
-from alexandria.clients import EmbedderClient
+from alexandria.clients import EmbedderClient, wait_until_serving
 from alexandria.logs import configure_logging
-from alexandria.settings import ClientSettings, EmbedderSettings
+from alexandria.settings import ClientSettings
 from services.embedder.model import EmbeddingModel, load_model, resolve_device, resolve_model_source
-from services.embedder.server import create_server
 
 DEFAULT_CORPUS = REPO_ROOT / ".." / "shared" / "corpus"
 BOOK = Path("calibre-library/Jane Austen/Pride and Prejudice (1)/Pride and Prejudice - Jane Austen.epub")
@@ -84,18 +86,42 @@ class Results:
     sequential_qps: float
 
 
+SERVICE_START_TIMEOUT_S = 300
+
+
+def start_service(args: argparse.Namespace, sentences: int, scratch: Path) -> tuple[subprocess.Popen, str]:
+    """`python -m services.embedder` with the benchmark's model settings, and its address."""
+    address = f"unix://{scratch / 'embedder.sock'}"
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "ALEXANDRIA_LOG_LEVEL": "WARNING",
+        "EMBEDDER_LISTEN": address,
+        "EMBEDDER_DEVICE": args.device,
+        "EMBEDDER_THREADS": str(args.threads),
+        "EMBEDDER_MAX_BATCH": str(args.max_batch),
+        "EMBEDDER_QUEUE_LIMIT": str(max(20_000, sentences)),
+        **({"EMBEDDER_MODEL": args.model} if args.model else {}),
+    }
+    process = subprocess.Popen([sys.executable, "-m", "services.embedder"], cwd=REPO_ROOT, env=env)
+    return process, address
+
+
 async def measure(
     model: EmbeddingModel, sentences: list[str], args: argparse.Namespace, scratch: Path
 ) -> Results:
-    """Every measurement, bare and through the service, on the same model."""
-    settings = EmbedderSettings(
-        embedder_listen=f"unix://{scratch / 'embedder.sock'}",
-        embedder_max_batch=args.max_batch,
-        embedder_queue_limit=max(20_000, len(sentences)),
-    )
-    server = create_server(settings, model=model)
-    await server.start()
-    client = EmbedderClient(server.address, ClientSettings())
+    """Every measurement, bare in this process and through the service in its own."""
+    process, address = start_service(args, len(sentences), scratch)
+    try:
+        await wait_until_serving(address, SERVICE_START_TIMEOUT_S)
+        return await measure_against(address, model, sentences, args)
+    finally:
+        process.terminate()
+        process.wait(SERVICE_START_TIMEOUT_S)
+
+
+async def measure_against(address: str, model: EmbeddingModel, sentences: list[str], args: argparse.Namespace) -> Results:
+    client = EmbedderClient(address, ClientSettings())
     bare_encoder = model.sentence_transformer
 
     def bare_encode(texts: list[str]) -> np.ndarray:
@@ -136,7 +162,6 @@ async def measure(
             concurrent_rates.append(len(queries) / (time.perf_counter() - started))
     finally:
         await client.close()
-        await server.stop()
     return Results(
         bare_sps=statistics.median(bare_rates),
         grpc_sps=statistics.median(grpc_rates),

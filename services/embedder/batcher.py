@@ -1,8 +1,8 @@
-"""Dynamic micro-batching in front of one model worker thread.
+"""Dynamic micro-batching in front of the model's worker threads.
 
 Callers `await batcher.embed(texts)`. The batcher cuts and merges what is waiting into model
-batches of at most `max_batch` texts and runs them one at a time in a single worker thread: the
-asyncio loop stays free, and torch never has two callers competing for the same cores.
+batches of at most `max_batch` texts and runs them in `workers` worker threads, one batch each at
+a time: the asyncio loop stays free, and torch never has more callers than the cores it was given.
 
 - Small requests (one batch or less: queries) are merged: whatever arrived while the model was
   busy goes into the next batch. When the last batch merged several callers (a burst is under
@@ -15,8 +15,8 @@ asyncio loop stays free, and torch never has two callers competing for the same 
   results come back in input order.
 - At most `queue_limit` texts are admitted at once; past that, callers get ResourceExhausted
   instead of the process growing without bound.
-- `worker_nice` lowers the CPU priority of the worker thread (and of the torch threads it
-  starts), so that another batcher's worker at normal priority takes the cores when it needs them.
+- `worker_setup` runs in each worker thread as it starts (its CPU priority and torch threads:
+  see threads.py).
 """
 
 from __future__ import annotations
@@ -24,9 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import sys
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -90,7 +87,7 @@ class _Slice:
         return [self.request.texts[i] for i in self.request.order[self.start : self.stop]]
 
 
-@dataclass
+@dataclass(eq=False)
 class _Batch:
     slices: list[_Slice] = field(default_factory=list)
 
@@ -100,7 +97,7 @@ class _Batch:
 
 
 class MicroBatcher:
-    """Merges and splits concurrent embedding requests into model batches run by one worker thread."""
+    """Merges and splits concurrent embedding requests into model batches run by worker threads."""
 
     def __init__(
         self,
@@ -111,7 +108,8 @@ class MicroBatcher:
         wait_s: float,
         queue_limit: int,
         name: str = "embedder-model",
-        worker_nice: int = 0,
+        workers: int = 1,
+        worker_setup: Callable[[], None] | None = None,
     ) -> None:
         self._encode = encode
         self._dimension = dimension
@@ -126,10 +124,9 @@ class MicroBatcher:
         self._batch_full = asyncio.Event()
         self._arrived = asyncio.Event()
         self._last_batch_callers = 0
-        self._running = _Batch()
-        self._executor = ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix=name, initializer=partial(_lower_thread_priority, worker_nice)
-        )
+        self._running: dict[_Batch, asyncio.Task[None]] = {}
+        self._free_workers = asyncio.Semaphore(workers)
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name, initializer=worker_setup)
         self._collector: asyncio.Task[None] | None = None
         self._closed = False
 
@@ -145,11 +142,13 @@ class MicroBatcher:
     async def close(self) -> None:
         """Stop: requests not yet answered fail with Unavailable; a batch already running finishes."""
         self._closed = True
-        unanswered = [*(piece.request for piece in self._running.slices), *self._small, *self._large]
-        if self._collector is not None:
-            self._collector.cancel()
+        running = [piece.request for batch in self._running for piece in batch.slices]
+        unanswered = [*running, *self._small, *self._large]
+        # The collector first: a running batch that stops frees a worker it would hand more work to.
+        for task in [*([self._collector] if self._collector else []), *self._running.values()]:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._collector
+                await task
         shutting_down = Unavailable("The embedder is shutting down; retry, another replica will answer.")
         for request in unanswered:
             if not request.future.done():
@@ -218,31 +217,36 @@ class MicroBatcher:
         loop = asyncio.get_running_loop()
         while True:
             await self._work_waiting.wait()
+            await self._free_workers.acquire()
             await self._merge_window()
             batch = self._take_batch()
             if not batch.slices:
+                self._free_workers.release()
                 continue  # everything waiting had been cancelled
-            texts = batch.texts
             self._last_batch_callers = len(batch.slices)
-            self._running = batch
-            started = time.perf_counter()
-            try:
-                encoded = await loop.run_in_executor(self._executor, self._encode, texts)
-            except Exception as exc:
-                log.exception("encoding a batch of %d texts failed", len(texts))
-                for piece in batch.slices:
-                    if not piece.request.future.done():
-                        piece.request.future.set_exception(exc)
-                continue
-            finally:
-                self._running = _Batch()
-            log.debug(
-                "batch of %d texts from %d requests in %.1f ms",
-                len(texts),
-                len(batch.slices),
-                (time.perf_counter() - started) * 1000,
-            )
-            self._deliver(batch, encoded)
+            self._running[batch] = loop.create_task(self._run(batch), name="embedder-batch")
+
+    async def _run(self, batch: _Batch) -> None:
+        texts = batch.texts
+        started = time.perf_counter()
+        try:
+            encoded = await asyncio.get_running_loop().run_in_executor(self._executor, self._encode, texts)
+        except Exception as exc:
+            log.exception("encoding a batch of %d texts failed", len(texts))
+            for piece in batch.slices:
+                if not piece.request.future.done():
+                    piece.request.future.set_exception(exc)
+            return
+        finally:
+            del self._running[batch]
+            self._free_workers.release()
+        log.debug(
+            "batch of %d texts from %d requests in %.1f ms",
+            len(texts),
+            len(batch.slices),
+            (time.perf_counter() - started) * 1000,
+        )
+        self._deliver(batch, encoded)
 
     async def _merge_window(self) -> None:
         """After a merged batch, wait for as many callers (or a full batch) while they keep coming:
@@ -296,14 +300,3 @@ class MicroBatcher:
             if request.finished == len(request.texts):
                 request.future.set_result(Embeddings(request.vectors, request.truncated))
 
-
-def _lower_thread_priority(nice: int) -> None:
-    """Raise the calling thread's nice value by `nice`; threads it starts later inherit it (Linux only:
-    elsewhere a nice value is per process, and the whole service would be slowed)."""
-    if nice <= 0:
-        return
-    if not sys.platform.startswith("linux"):
-        log.info("worker thread priority left as is: per-thread nice values need Linux")
-        return
-    thread_id = threading.get_native_id()
-    os.setpriority(os.PRIO_PROCESS, thread_id, os.getpriority(os.PRIO_PROCESS, thread_id) + nice)

@@ -1,10 +1,12 @@
 """The embedder service: settings -> create_server -> serve.
 
-Two lanes, each a micro-batcher with its own model thread: queries (EMBED_KIND_QUERY, what a
+Two lanes, each a micro-batcher with its own model threads: queries (EMBED_KIND_QUERY, what a
 search waits for) and bulk passages (ingest). A query never waits for a bulk batch to finish: the
-lanes run at once, and the bulk lane's thread runs at a lower CPU priority, so a query takes the
+lanes run at once, and the bulk lane's threads run at a lower CPU priority, so a query takes the
 cores while a book is being embedded (measured on 2 cores: a query took 20 ms during bulk
 encoding against 32 ms at equal priority and 12.5 ms idle, and bulk throughput did not drop).
+The query lane is one worker on every CPU thread; the bulk lane is one single-threaded worker per
+CPU thread (threads.py says why).
 
 Health stays NOT_SERVING until the model is loaded and a warm-up batch has run through each lane;
 until then every RPC answers UNAVAILABLE, which clients retry.
@@ -16,9 +18,11 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 
+import torch
 from grpc import aio
 
 from alexandria.errors import InvalidArgument, Unavailable
@@ -35,6 +39,7 @@ from services.embedder.model import (
     resolve_device,
     resolve_model_source,
 )
+from services.embedder.threads import worker_setup
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +58,9 @@ _KINDS = {
 # Nice value added to the bulk lane's thread: low enough that queries win the cores, and bulk
 # work still uses every core the queries leave idle.
 BULK_LANE_NICE = 10
+# On a GPU the bulk lane's workers take turns on the device: with two, one tokenizes while the
+# other's batch runs.
+GPU_BULK_WORKERS = 2
 
 
 @dataclass(frozen=True)
@@ -153,13 +161,14 @@ def create_server(settings: EmbedderSettings, model: EmbeddingModel | None = Non
 
     A model that is not on this machine, or a GPU that is not there, fails here, before listening.
     """
+    cpu_threads = settings.embedder_threads or torch.get_num_threads()
     load: Callable[[], EmbeddingModel]
     if model is None:
         load = partial(
             load_model,
             resolve_model_source(settings.embedder_model),
             resolve_device(settings.embedder_device),
-            settings.embedder_threads,
+            cpu_threads,
         )
     else:
         load = lambda: model  # already loaded by the caller
@@ -173,10 +182,15 @@ def create_server(settings: EmbedderSettings, model: EmbeddingModel | None = Non
 
     async def load_and_warm_up() -> None:
         started = time.perf_counter()
-        loaded = await asyncio.to_thread(load)
+        loaded = await _in_a_passing_thread(load)
         merge_wait_s = (
             loaded.pass_cost.fixed_s if settings.embedder_batch_wait_ms is None else settings.embedder_batch_wait_ms / 1000
         )
+        bulk_workers = GPU_BULK_WORKERS if loaded.device.startswith("cuda") else cpu_threads
+        lane_threads = {
+            EmbedKind.QUERY: (1, worker_setup(cpu_threads)),
+            EmbedKind.PASSAGE: (bulk_workers, worker_setup(1, nice=BULK_LANE_NICE)),
+        }
         lanes = {
             kind: MicroBatcher(
                 loaded.encode,
@@ -185,9 +199,10 @@ def create_server(settings: EmbedderSettings, model: EmbeddingModel | None = Non
                 wait_s=merge_wait_s,
                 queue_limit=settings.embedder_queue_limit,
                 name=f"embedder-{kind.value}",
-                worker_nice=BULK_LANE_NICE if kind is EmbedKind.PASSAGE else 0,
+                workers=workers,
+                worker_setup=setup,
             )
-            for kind in EmbedKind
+            for kind, (workers, setup) in lane_threads.items()
         }
         for kind, lane in lanes.items():
             lane.start()
@@ -206,3 +221,11 @@ def create_server(settings: EmbedderSettings, model: EmbeddingModel | None = Non
     server.on_stop.append(servicer.close)
     return server
 
+
+async def _in_a_passing_thread(load: Callable[[], EmbeddingModel]) -> EmbeddingModel:
+    """Run `load` in a thread of its own that then ends, taking its torch thread pool with it."""
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder-load")
+    try:
+        return await asyncio.get_running_loop().run_in_executor(executor, load)
+    finally:
+        executor.shutdown(wait=True)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 import threading
 from collections.abc import AsyncIterator, Callable
 
@@ -29,7 +27,6 @@ class FakeModel:
     def __init__(self, gated: bool = False) -> None:
         self.batches: list[list[str]] = []
         self.threads: set[int] = set()
-        self.nice_values: set[int] = set()
         self.started = threading.Semaphore(0)
         self._gate = threading.Semaphore(0)
         self._gated = gated
@@ -37,7 +34,6 @@ class FakeModel:
     def encode(self, texts: list[str]) -> EncodedBatch:
         self.batches.append(texts)
         self.threads.add(threading.get_ident())
-        self.nice_values.add(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
         self.started.release()
         if self._gated:
             self._gate.acquire()
@@ -70,7 +66,12 @@ def _number(text: str) -> float:
 
 
 async def _batcher(
-    model: FakeModel, max_batch: int = 4, wait_s: float = 0.0, queue_limit: int = 100, worker_nice: int = 0
+    model: FakeModel,
+    max_batch: int = 4,
+    wait_s: float = 0.0,
+    queue_limit: int = 100,
+    workers: int = 1,
+    worker_setup: Callable[[], None] | None = None,
 ) -> MicroBatcher:
     batcher = MicroBatcher(
         model.encode,
@@ -78,7 +79,8 @@ async def _batcher(
         max_batch=max_batch,
         wait_s=wait_s,
         queue_limit=queue_limit,
-        worker_nice=worker_nice,
+        workers=workers,
+        worker_setup=worker_setup,
     )
     batcher.start()
     return batcher
@@ -238,19 +240,34 @@ async def test_the_model_runs_in_one_worker_thread_off_the_event_loop(closing: l
     assert threading.get_ident() not in model.threads
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice values are Linux's")
 @pytest.mark.asyncio
-async def test_a_lower_priority_worker_runs_the_model_niced_and_leaves_the_process_as_it_was(
-    closing: list[MicroBatcher],
-) -> None:
-    here = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    niced, plain = FakeModel(), FakeModel()
-    batchers = [await _batcher(niced, worker_nice=5), await _batcher(plain)]
-    closing.extend(batchers)
-    await asyncio.gather(*(batcher.embed(["t1", "t2"]) for batcher in batchers))
-    assert niced.nice_values == {min(here + 5, 19)}
-    assert plain.nice_values == {here}
-    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == here
+async def test_two_workers_run_two_batches_at_once_in_two_threads(closing: list[MicroBatcher]) -> None:
+    model = FakeModel(gated=True)
+    batcher = await _batcher(model, max_batch=2, workers=2)
+    closing.append(batcher)
+    request = asyncio.create_task(batcher.embed([f"t{i}" for i in range(4)]))
+    await model.wait_until_busy()
+    await model.wait_until_busy()  # the second batch entered the model before the first was released
+    model.release(2)
+    result = await request
+    assert [len(batch) for batch in model.batches] == [2, 2]
+    assert len(model.threads) == 2
+    assert result.vectors[:, 1].tolist() == [0, 1, 2, 3]
+
+
+@pytest.mark.asyncio
+async def test_every_worker_thread_runs_the_setup_before_its_first_batch(closing: list[MicroBatcher]) -> None:
+    model = FakeModel(gated=True)
+    set_up: set[int] = set()
+    batcher = await _batcher(model, max_batch=1, workers=2, worker_setup=lambda: set_up.add(threading.get_ident()))
+    closing.append(batcher)
+    request = asyncio.create_task(batcher.embed(["a1", "b2"]))
+    await model.wait_until_busy()
+    await model.wait_until_busy()
+    model.release(2)
+    await request
+    assert len(model.threads) == 2
+    assert model.threads == set_up
 
 
 @pytest.mark.asyncio

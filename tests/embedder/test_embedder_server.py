@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import sys
+import threading
 from pathlib import Path
 
 import grpc
 import numpy as np
 import pytest
+import torch
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from alexandria.clients import EmbedderClient, decode_vectors, open_channel
@@ -16,8 +20,9 @@ from alexandria.errors import InvalidArgument, ResourceExhausted
 from alexandria.settings import EmbedderSettings, IngestSettings
 from alexandria.v1 import embedder_pb2, embedder_pb2_grpc
 from embedder.support import RunningEmbedder, SpyModel, StartEmbedder
+from services.embedder.batcher import EncodedBatch
 from services.embedder.model import WARM_UP_TEXTS, EmbeddingModel, resolve_model_source
-from services.embedder.server import MAX_TEXTS_PER_REQUEST, SERVICE_NAME, create_server
+from services.embedder.server import BULK_LANE_NICE, MAX_TEXTS_PER_REQUEST, SERVICE_NAME, create_server
 from services.host import main
 
 pytestmark = pytest.mark.timeout(120)
@@ -223,6 +228,33 @@ async def test_a_query_is_answered_while_a_passage_batch_is_still_in_the_model(
     finally:
         spy.release()
     assert (await passages).count == 8
+
+
+class ThreadRecordingModel(SpyModel):
+    """Records, for each batch's first text, the torch thread count and nice value it ran with."""
+
+    def __init__(self, model: EmbeddingModel) -> None:
+        super().__init__(model)
+        self.ran_with: dict[str, tuple[int, int]] = {}
+
+    def encode(self, texts: list[str]) -> EncodedBatch:
+        nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        self.ran_with[texts[0]] = (torch.get_num_threads(), nice)
+        return super().encode(texts)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice values are Linux's")
+@pytest.mark.asyncio
+async def test_queries_run_on_every_cpu_thread_and_passages_on_single_threaded_lower_priority_workers(
+    start_embedder: StartEmbedder, embedding_model: EmbeddingModel
+) -> None:
+    spy = ThreadRecordingModel(embedding_model)
+    embedder = await start_embedder(model=spy, embedder_threads=2)
+    here = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    await embedder.client.embed_query("Who walked to Netherfield?")
+    await embedder.client.embed(["Elizabeth walked to Netherfield."])
+    assert spy.ran_with["Who walked to Netherfield?"] == (2, here)
+    assert spy.ran_with["Elizabeth walked to Netherfield."] == (1, min(here + BULK_LANE_NICE, 19))
 
 
 @pytest.mark.asyncio
