@@ -36,7 +36,6 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))  # run as a script from a checkout, installed or not
 
 import numpy as np
-import torch
 from ebooklib import epub
 
 from alexandria.clients import EmbedderClient, wait_until_serving
@@ -218,7 +217,7 @@ def main() -> None:
         "dtype": model.dtype,
         "model": model.name,
         "sentences": len(sentences),
-        "cpu_threads": torch.get_num_threads(),
+        "cpu_threads": model.cpu_threads,
     }
     rows = [
         ("throughput (sentences/s)", summary["bare_sps"], summary["grpc_sps"], f"x{summary['ratio']}"),

@@ -7,9 +7,9 @@ a time: the asyncio loop stays free, and torch never has more callers than the c
 - Small requests (one batch or less: queries) are merged: whatever arrived while the model was
   busy goes into the next batch. When the last batch merged several callers (a burst is under
   way), the next batch also waits for as many callers to be waiting, or for a full batch, as
-  long as they keep arriving (no gap longer than `wait_s`): callers that just got their answers
-  come straight back one after another, and one batch of 32 costs far less than a batch of 1
-  followed by one of 31. A lone caller is never delayed.
+  long as they keep arriving (no gap longer than `wait_s` once the first is back): callers that
+  just got their answers come straight back one after another, and one batch of 32 costs far
+  less than a batch of 1 followed by one of 31. A lone caller is never delayed.
 - Small requests go ahead of large ones, so queries stay fast while a book is being ingested.
 - Large requests are cut into batches of similar length (longest first) to waste less padding;
   results come back in input order.
@@ -37,8 +37,8 @@ from alexandria.errors import ResourceExhausted, Unavailable
 
 log = logging.getLogger(__name__)
 
-# The longest merge window, in gaps of `wait_s`: callers coming back one after another keep it
-# open, but not for longer than this.
+# The longest merge window, in gaps of `wait_s` after the batch before it ended: callers coming
+# back one after another keep it open, but not for longer than this.
 MAX_WINDOW_GAPS = 10
 
 
@@ -124,6 +124,7 @@ class MicroBatcher:
         self._batch_full = asyncio.Event()
         self._arrived = asyncio.Event()
         self._last_batch_callers = 0
+        self._last_batch_done_at = 0.0  # event loop time
         self._running: dict[_Batch, asyncio.Task[None]] = {}
         self._free_workers = asyncio.Semaphore(workers)
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name, initializer=worker_setup)
@@ -227,37 +228,46 @@ class MicroBatcher:
             self._running[batch] = loop.create_task(self._run(batch), name="embedder-batch")
 
     async def _run(self, batch: _Batch) -> None:
+        loop = asyncio.get_running_loop()
         texts = batch.texts
         started = time.perf_counter()
         try:
-            encoded = await asyncio.get_running_loop().run_in_executor(self._executor, self._encode, texts)
+            encoded = await loop.run_in_executor(self._executor, self._encode, texts)
         except Exception as exc:
             log.exception("encoding a batch of %d texts failed", len(texts))
             for piece in batch.slices:
                 if not piece.request.future.done():
                     piece.request.future.set_exception(exc)
-            return
+        else:
+            log.debug(
+                "batch of %d texts from %d requests in %.1f ms",
+                len(texts),
+                len(batch.slices),
+                (time.perf_counter() - started) * 1000,
+            )
+            self._deliver(batch, encoded)
         finally:
+            # Answered before the worker is free: a merge window opens only once its callers can come back.
+            self._last_batch_done_at = loop.time()
             del self._running[batch]
             self._free_workers.release()
-        log.debug(
-            "batch of %d texts from %d requests in %.1f ms",
-            len(texts),
-            len(batch.slices),
-            (time.perf_counter() - started) * 1000,
-        )
-        self._deliver(batch, encoded)
 
     async def _merge_window(self) -> None:
-        """After a merged batch, wait for as many callers (or a full batch) while they keep coming:
-        the window closes when none arrived for `wait_s`, and after MAX_WINDOW_GAPS × `wait_s`."""
+        """After a merged batch, wait for as many callers (or a full batch) while they keep coming.
+
+        Its callers were answered just now and each needs a round trip to come back, so the first
+        of them is waited for until MAX_WINDOW_GAPS × `wait_s` after that batch ended; from then on
+        the window closes when none arrived for `wait_s`, and at that same end at the latest.
+        """
         expected = self._last_batch_callers
         if expected < 2 or self._wait_s <= 0:
             return
         loop = asyncio.get_running_loop()
-        closes_at = loop.time() + self._wait_s * MAX_WINDOW_GAPS
+        closes_at = self._last_batch_done_at + self._wait_s * MAX_WINDOW_GAPS
+        someone_came_back = False
         while len(self._small) + len(self._large) < expected and not self._batch_full.is_set():
-            gap = min(self._wait_s, closes_at - loop.time())
+            until_closed = closes_at - loop.time()
+            gap = min(self._wait_s, until_closed) if someone_came_back else until_closed
             if gap <= 0:
                 return
             self._arrived.clear()
@@ -265,6 +275,7 @@ class MicroBatcher:
                 await asyncio.wait_for(self._arrived.wait(), gap)
             except TimeoutError:
                 return  # nobody came for a whole gap: the burst is over
+            someone_came_back = True
 
     def _take_batch(self) -> _Batch:
         batch = _Batch()

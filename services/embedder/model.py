@@ -215,6 +215,7 @@ class EmbeddingModel:
         self.max_seq_length: int = max_seq_length
         self.device = str(sentence_transformer.device)
         self.dtype = str(sentence_transformer.dtype).removeprefix("torch.")
+        self.cpu_threads = torch.get_num_threads()  # of the thread that loaded it (see threads.py)
         self._pads_right = sentence_transformer.tokenizer.padding_side == "right"
         # A fast tokenizer is one Rust object that a call may reconfigure (padding, truncation):
         # concurrent calls can fail with "Already borrowed".

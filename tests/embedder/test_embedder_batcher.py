@@ -147,6 +147,21 @@ async def test_after_a_merged_batch_the_next_waits_for_as_many_callers(closing: 
 
 
 @pytest.mark.asyncio
+async def test_the_first_caller_back_after_a_merged_batch_may_take_longer_than_one_gap(
+    closing: list[MicroBatcher],
+) -> None:
+    model = FakeModel()
+    gap = 0.2  # the window: MAX_WINDOW_GAPS gaps (2 s) after the merged batch ended
+    batcher = await _batcher(model, max_batch=8, wait_s=gap)
+    closing.append(batcher)
+    await asyncio.gather(*(batcher.embed([f"a{i}"]) for i in range(3)))
+    straggler = asyncio.create_task(batcher.embed(["b0"]))
+    await asyncio.sleep(2.5 * gap)  # longer than a gap, well inside the window
+    await asyncio.gather(straggler, batcher.embed(["b1"]), batcher.embed(["b2"]))
+    assert model.batches == [["a0", "a1", "a2"], ["b0", "b1", "b2"]]
+
+
+@pytest.mark.asyncio
 async def test_large_requests_are_split_by_length_and_come_back_in_input_order(
     closing: list[MicroBatcher],
 ) -> None:
