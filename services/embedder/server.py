@@ -2,11 +2,9 @@
 
 Two lanes, each a micro-batcher with its own model threads: queries (EMBED_KIND_QUERY, what a
 search waits for) and bulk passages (ingest). A query never waits for a bulk batch to finish: the
-lanes run at once, and the bulk lane's threads run at a lower CPU priority, so a query takes the
-cores while a book is being embedded (measured on 2 cores: a query took 20 ms during bulk
-encoding against 32 ms at equal priority and 12.5 ms idle, and bulk throughput did not drop).
-The query lane is one worker on every CPU thread; the bulk lane is one single-threaded worker per
-CPU thread (threads.py says why).
+lanes run at once, and the bulk lane's threads run only on cores nothing else wants, so a query
+takes the cores while a book is being embedded. The query lane is one worker on every CPU thread;
+the bulk lane is one single-threaded worker per CPU thread (threads.py says why and what it measured).
 
 Health stays NOT_SERVING until the model is loaded and a warm-up batch has run through each lane;
 until then every RPC answers UNAVAILABLE, which clients retry.
@@ -55,9 +53,6 @@ _KINDS = {
 }
 
 
-# Nice value added to the bulk lane's thread: low enough that queries win the cores, and bulk
-# work still uses every core the queries leave idle.
-BULK_LANE_NICE = 10
 # On a GPU the bulk lane's workers take turns on the device: with two, one tokenizes while the
 # other's batch runs.
 GPU_BULK_WORKERS = 2
@@ -189,7 +184,7 @@ def create_server(settings: EmbedderSettings, model: EmbeddingModel | None = Non
         bulk_workers = GPU_BULK_WORKERS if loaded.device.startswith("cuda") else cpu_threads
         lane_threads = {
             EmbedKind.QUERY: (1, worker_setup(cpu_threads)),
-            EmbedKind.PASSAGE: (bulk_workers, worker_setup(1, nice=BULK_LANE_NICE)),
+            EmbedKind.PASSAGE: (bulk_workers, worker_setup(1, idle_cores_only=True)),
         }
         lanes = {
             kind: MicroBatcher(

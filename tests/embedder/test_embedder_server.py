@@ -6,7 +6,6 @@ import asyncio
 import logging
 import os
 import sys
-import threading
 from pathlib import Path
 
 import grpc
@@ -22,7 +21,7 @@ from alexandria.v1 import embedder_pb2, embedder_pb2_grpc
 from embedder.support import RunningEmbedder, SpyModel, StartEmbedder
 from services.embedder.batcher import EncodedBatch
 from services.embedder.model import WARM_UP_TEXTS, EmbeddingModel, resolve_model_source
-from services.embedder.server import BULK_LANE_NICE, MAX_TEXTS_PER_REQUEST, SERVICE_NAME, create_server
+from services.embedder.server import MAX_TEXTS_PER_REQUEST, SERVICE_NAME, create_server
 from services.host import main
 
 pytestmark = pytest.mark.timeout(120)
@@ -231,30 +230,28 @@ async def test_a_query_is_answered_while_a_passage_batch_is_still_in_the_model(
 
 
 class ThreadRecordingModel(SpyModel):
-    """Records, for each batch's first text, the torch thread count and nice value it ran with."""
+    """Records, for each batch's first text, the torch thread count and scheduling class it ran with."""
 
     def __init__(self, model: EmbeddingModel) -> None:
         super().__init__(model)
         self.ran_with: dict[str, tuple[int, int]] = {}
 
     def encode(self, texts: list[str]) -> EncodedBatch:
-        nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-        self.ran_with[texts[0]] = (torch.get_num_threads(), nice)
+        self.ran_with[texts[0]] = (torch.get_num_threads(), os.sched_getscheduler(0))
         return super().encode(texts)
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice values are Linux's")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SCHED_IDLE is Linux's")
 @pytest.mark.asyncio
-async def test_queries_run_on_every_cpu_thread_and_passages_on_single_threaded_lower_priority_workers(
+async def test_queries_run_on_every_cpu_thread_and_passages_on_single_threaded_workers_on_idle_cores(
     start_embedder: StartEmbedder, embedding_model: EmbeddingModel
 ) -> None:
     spy = ThreadRecordingModel(embedding_model)
     embedder = await start_embedder(model=spy, embedder_threads=2)
-    here = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     await embedder.client.embed_query("Who walked to Netherfield?")
     await embedder.client.embed(["Elizabeth walked to Netherfield."])
-    assert spy.ran_with["Who walked to Netherfield?"] == (2, here)
-    assert spy.ran_with["Elizabeth walked to Netherfield."] == (1, min(here + BULK_LANE_NICE, 19))
+    assert spy.ran_with["Who walked to Netherfield?"] == (2, os.sched_getscheduler(0))
+    assert spy.ran_with["Elizabeth walked to Netherfield."] == (1, os.SCHED_IDLE)
 
 
 @pytest.mark.asyncio

@@ -1,4 +1,4 @@
-"""Worker thread set-up: torch thread counts and CPU priority are the calling thread's own."""
+"""Worker thread set-up: torch thread counts and scheduling class are the calling thread's own."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 
-from services.embedder.threads import lower_thread_priority, use_torch_threads, worker_setup
+from services.embedder.threads import run_only_on_idle_cores, use_torch_threads, worker_setup
 
 
 def _in_a_new_thread(setup: Callable[[], None]) -> tuple[int, int]:
-    """Run `setup` in a fresh thread; return that thread's torch thread count and nice value after it."""
+    """Run `setup` in a fresh thread; return that thread's torch thread count and scheduling class after it."""
 
     def set_up_and_look() -> tuple[int, int]:
         setup()
-        return torch.get_num_threads(), os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        return torch.get_num_threads(), os.sched_getscheduler(0)
 
     with ThreadPoolExecutor(max_workers=1) as executor:
         return executor.submit(set_up_and_look).result()
@@ -44,9 +44,10 @@ def test_each_thread_keeps_the_torch_thread_count_it_asked_for() -> None:
     assert seen == {"one": 1, "two": 2}
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice values are Linux's")
-def test_a_niced_worker_leaves_the_calling_thread_as_it_was() -> None:
-    here = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    assert _in_a_new_thread(lambda: lower_thread_priority(5))[1] == min(here + 5, 19)
-    assert _in_a_new_thread(worker_setup(1, nice=3)) == (1, min(here + 3, 19))
-    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == here
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SCHED_IDLE is Linux's")
+def test_a_bulk_worker_runs_on_idle_cores_only_and_leaves_the_calling_thread_as_it_was() -> None:
+    here = os.sched_getscheduler(0)
+    assert _in_a_new_thread(run_only_on_idle_cores)[1] == os.SCHED_IDLE
+    assert _in_a_new_thread(worker_setup(1, idle_cores_only=True)) == (1, os.SCHED_IDLE)
+    assert _in_a_new_thread(worker_setup(2)) == (2, here)
+    assert os.sched_getscheduler(0) == here
