@@ -6,7 +6,9 @@ In one run, with the same model loaded in this process (bare) and in the service
   corpus, split naively): (a) a bare `SentenceTransformer.encode` call, (b) through the service
   (`EmbedderClient.embed_many`, i.e. EmbedStream in slices);
 - single-query latency p50/p95: bare `encode([query])` against `EmbedderClient.embed_query`
-  (queries: the book's sentences of 5 to 20 words, about the length of a search question);
+  (queries: the book's sentences of 5 to 20 words, about the length of a search question), and,
+  to tell the transport from the pass, the service's own `EmbeddingModel.encode` in this process
+  (the transformer as a traced graph where the model allows: see services/embedder/model.py);
 - 32 concurrent query clients against one-at-a-time queries through the service (micro-batching).
 
 Throughput rounds alternate bare and gRPC, and single queries alternate too; rounds report
@@ -81,6 +83,7 @@ class Results:
     grpc_sps: float
     bare_query_s: list[float]
     grpc_query_s: list[float]
+    model_query_s: list[float]
     concurrent_qps: float
     sequential_qps: float
 
@@ -144,7 +147,7 @@ async def measure_against(address: str, model: EmbeddingModel, sentences: list[s
         # Search questions are short: book sentences of 5 to 20 words stand in for them.
         short = [sentence for sentence in sentences if 5 <= len(sentence.split()) <= 20]
         queries = (short * (1 + args.queries // len(short)))[: args.queries]
-        bare_query_s, grpc_query_s = [], []
+        bare_query_s, grpc_query_s, model_query_s = [], [], []
         for query in queries:  # interleaved, so a change in the machine's load hits both alike
             started = time.perf_counter()
             bare_encode([query])
@@ -152,6 +155,9 @@ async def measure_against(address: str, model: EmbeddingModel, sentences: list[s
             started = time.perf_counter()
             await client.embed_query(query)
             grpc_query_s.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            model.encode([query])
+            model_query_s.append(time.perf_counter() - started)
 
         per_client = [queries[i :: args.concurrency] for i in range(args.concurrency)]
         concurrent_rates = []
@@ -166,6 +172,7 @@ async def measure_against(address: str, model: EmbeddingModel, sentences: list[s
         grpc_sps=statistics.median(grpc_rates),
         bare_query_s=bare_query_s,
         grpc_query_s=grpc_query_s,
+        model_query_s=model_query_s,
         concurrent_qps=statistics.median(concurrent_rates),
         sequential_qps=len(grpc_query_s) / sum(grpc_query_s),
     )
@@ -210,6 +217,7 @@ def main() -> None:
         "query_p50_ms_grpc": round(percentile_ms(results.grpc_query_s, 50), 2),
         "query_p95_ms_bare": round(percentile_ms(results.bare_query_s, 95), 2),
         "query_p95_ms_grpc": round(percentile_ms(results.grpc_query_s, 95), 2),
+        "query_p50_ms_service_encode": round(percentile_ms(results.model_query_s, 50), 2),
         "sequential_qps": round(results.sequential_qps, 1),
         "concurrent_qps": round(results.concurrent_qps, 1),
         "concurrent_speedup": round(results.concurrent_qps / results.sequential_qps, 2),
@@ -231,6 +239,7 @@ def main() -> None:
     print(f"{'':28}{'bare encode':>14}{'gRPC service':>14}{'gRPC/bare':>12}")
     for label, bare, grpc, ratio in rows:
         print(f"{label:28}{bare:>14}{grpc:>14}{ratio:>12}")
+    print(f"query p50 of the service's own encode, in this process: {summary['query_p50_ms_service_encode']} ms")
     print(
         f"queries/s through the service: {summary['sequential_qps']} one at a time, "
         f"{summary['concurrent_qps']} from {args.concurrency} concurrent clients "

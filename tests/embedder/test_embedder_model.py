@@ -1,4 +1,4 @@
-"""Pure parts of the model module: prefix detection, finding the model, device choice, similarities."""
+"""The model module: prefix detection, finding the model, device choice, similarities, the traced forward pass."""
 
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ import torch
 from alexandria.errors import FailedPrecondition
 from services.embedder.model import (
     DEFAULT_MODEL_PACKAGE,
+    EmbeddingModel,
     Prefixes,
     detect_prefixes,
     length_groups,
     neighbour_similarities,
     resolve_device,
     resolve_model_source,
+    trace_token_embeddings,
 )
 
 NO_SAVED_PROMPTS = {"query": "", "document": ""}  # what sentence-transformers reports for none
@@ -120,3 +122,22 @@ def test_length_groups_split_more_when_a_pass_costs_little_beyond_its_tokens() -
     assert runs(lengths, 10_000) == [lengths]
     assert runs([9, 9, 9], 64) == [[9, 9, 9]]
     assert runs([], 64) == []
+
+
+def test_the_default_model_runs_traced_and_gives_what_its_eager_modules_give(embedding_model: EmbeddingModel) -> None:
+    eager = EmbeddingModel(embedding_model.sentence_transformer, embedding_model.name, embedding_model.prefixes)
+    texts = ["Who?", "", "Elizabeth walked three miles through the mud to Netherfield. " * 3, "Pemberley " * 300]
+    assert embedding_model.traced and not eager.traced
+    traced_batch, eager_batch = embedding_model.encode(texts), eager.encode(texts)
+    np.testing.assert_allclose(traced_batch.vectors, eager_batch.vectors, atol=1e-6)
+    assert traced_batch.truncated.tolist() == eager_batch.truncated.tolist() == [False, False, False, True]
+
+
+def test_a_transformer_that_does_not_trace_runs_eagerly(
+    embedding_model: EmbeddingModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def untraceable(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("Tracer cannot infer type of output")
+
+    monkeypatch.setattr(torch.jit, "trace", untraceable)
+    assert trace_token_embeddings(embedding_model.sentence_transformer) is None
