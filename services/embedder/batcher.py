@@ -9,7 +9,8 @@ a time: the asyncio loop stays free, and torch never has more callers than the c
   way), the next batch also waits for as many callers to be waiting, or for a full batch, as
   long as they keep arriving (no gap longer than `wait_s` once the first is back): callers that
   just got their answers come straight back one after another, and one batch of 32 costs far
-  less than a batch of 1 followed by one of 31. A lone caller is never delayed.
+  less than a batch of 1 followed by one of 31. A caller with no burst just before it is never
+  delayed; one that comes as a burst ends waits at most the window.
 - Small requests go ahead of large ones, so queries stay fast while a book is being ingested.
 - Large requests are cut into batches of similar length (longest first) to waste less padding;
   results come back in input order.

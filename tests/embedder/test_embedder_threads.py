@@ -51,3 +51,15 @@ def test_a_bulk_worker_runs_on_idle_cores_only_and_leaves_the_calling_thread_as_
     assert _in_a_new_thread(worker_setup(1, idle_cores_only=True)) == (1, os.SCHED_IDLE)
     assert _in_a_new_thread(worker_setup(2)) == (2, here)
     assert os.sched_getscheduler(0) == here
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SCHED_IDLE is Linux's")
+def test_a_sandbox_that_refuses_sched_idle_leaves_the_worker_running_at_normal_priority(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def refused(*args: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "sched_setscheduler", refused)
+    assert _in_a_new_thread(worker_setup(1, idle_cores_only=True)) == (1, os.sched_getscheduler(0))
+    assert "normal priority" in caplog.text
