@@ -1,4 +1,4 @@
-"""What both backends do alike: dense vectors in and out, and the errors they raise the same way."""
+"""What both backends do alike: vectors in and out, and the errors they raise the same way."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from alexandria.errors import FailedPrecondition, NotFound
-from alexandria.store.model import DENSE, SENTENCES, CollectionInfo
+from alexandria.store.model import DENSE, SENTENCES, SPARSE, CollectionInfo
 
 
 def dense_list(vector: np.ndarray) -> list[float]:
@@ -18,6 +18,12 @@ def dense_list(vector: np.ndarray) -> list[float]:
 def vector_selector(with_vectors: bool) -> list[str] | bool:
     """Ask for the dense and sentence vectors only: callers never need the lexical one back."""
     return [DENSE, SENTENCES] if with_vectors else False
+
+
+def lexical_terms(vectors: Any) -> frozenset[int]:
+    """The term ids of a point's lexical vector, from the named vectors a query returned with it."""
+    lexical = (vectors or {}).get(SPARSE)
+    return frozenset(lexical.indices) if lexical is not None else frozenset()
 
 
 def sentences_list(point_sentences: np.ndarray) -> list[list[float]]:

@@ -55,6 +55,7 @@ from alexandria.store.common import (
     collection_not_found,
     dense_from,
     dense_list,
+    lexical_terms,
     sentences_from,
     sentences_list,
     vector_selector,
@@ -280,10 +281,13 @@ class EmbeddedStore:
                 prefetches=prefetches,
                 filter=_to_edge_filter(where),
                 with_payload=True,
-                with_vector=False,
+                with_vector=[SPARSE],  # a few hundred term ids a hit: what `lexical_terms` needs
             )
         )
-        return [Hit(id=str(p.id), score=p.score, payload=p.payload or {}) for p in points]
+        return [
+            Hit(id=str(p.id), score=p.score, payload=p.payload or {}, lexical_terms=lexical_terms(p.vector))
+            for p in points
+        ]
 
     def _shard(self, collection: str) -> edge.EdgeShard:
         shard = self._find_shard(collection)

@@ -103,11 +103,13 @@ class PointRecord:
 
 @dataclass(frozen=True)
 class Hit:
-    """A query result. `score` is the engine's score for the mode (a fused rank in hybrid mode)."""
+    """A query result. `score` is the engine's score for the mode (a fused rank in hybrid mode);
+    `lexical_terms`, the term ids of the point's stored lexical vector (every word of its text)."""
 
     id: str
     score: float
     payload: dict[str, Any]
+    lexical_terms: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)

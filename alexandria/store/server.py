@@ -36,6 +36,7 @@ from alexandria.store.common import (
     collection_not_found,
     dense_from,
     dense_list,
+    lexical_terms,
     sentences_from,
     sentences_list,
     vector_selector,
@@ -281,10 +282,13 @@ class ServerStore:
                 query_filter=_to_qdrant_filter(where),
                 limit=limit,
                 with_payload=True,
-                with_vectors=False,
+                with_vectors=[SPARSE],  # a few hundred term ids a hit: what `lexical_terms` needs
                 **query,
             )
-        return [Hit(id=str(p.id), score=p.score, payload=p.payload or {}) for p in response.points]
+        return [
+            Hit(id=str(p.id), score=p.score, payload=p.payload or {}, lexical_terms=lexical_terms(p.vector))
+            for p in response.points
+        ]
 
     def _require(self, collection: str) -> str:
         """`collection`, known to exist (asked once per process), or NotFound."""

@@ -349,11 +349,10 @@ def search_filter(query: SearchQuery) -> Filter:
     return Filter(must=must, text=text)
 
 
-def contains_every_term(terms: SparseVector, text: str) -> bool:
-    """True when the passage holds every lexical term of the query (the same tokenizer as ingest)."""
-    # The query encoding of the text is its set of distinct terms, without the BM25 weights
-    # the document encoding would compute for nothing.
-    return bool(terms.indices) and set(terms.indices) <= set(encode_query(text).indices)
+def contains_every_term(terms: SparseVector, hit: Hit) -> bool:
+    """True when the passage holds every lexical term of the query: its stored lexical vector,
+    made by the same tokenizer at ingest, has them all."""
+    return bool(terms.indices) and hit.lexical_terms.issuperset(terms.indices)
 
 
 def select_passages(
@@ -370,7 +369,7 @@ def select_passages(
             break
         if cosine >= threshold:
             selected.append(passage_from_payload(hit.id, cosine, hit.payload, matched_lexically=False))
-        elif contains_every_term(terms, str(hit.payload.get(f.TEXT, ""))):
+        elif contains_every_term(terms, hit):
             selected.append(passage_from_payload(hit.id, cosine, hit.payload, matched_lexically=True))
         else:
             best_dropped = cosine if best_dropped is None else max(best_dropped, cosine)

@@ -97,7 +97,7 @@ class FakeStore:
     @staticmethod
     def _hits(scored: list[tuple[float, StoredPoint]], limit: int) -> list[Hit]:
         scored.sort(key=lambda pair: -pair[0])
-        return [Hit(p.id, s, p.payload) for s, p in scored[:limit]]
+        return [Hit(p.id, s, p.payload, frozenset(p.sparse.indices)) for s, p in scored[:limit]]
 
     def _dense_scores(self, collection: str, vector: np.ndarray, where: Filter | None) -> list[tuple[float, StoredPoint]]:
         return [(float(p.dense @ vector), p) for p in self._points(collection, where)]

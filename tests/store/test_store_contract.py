@@ -197,6 +197,19 @@ def test_hybrid_query_fuses_both_rankings(library: Store) -> None:
     assert set(names(hits)) == {"ship", "whale", "harpoon"}
 
 
+def test_hits_of_every_query_mode_carry_the_term_ids_of_their_own_text(library: Store) -> None:
+    text_of = {p.name: p.text for p in PASSAGES}
+    terms = lexical.encode_query("harpoon line")
+    for hits in (
+        library.query_dense(COLLECTION, axis(0), None, limit=3),
+        library.query_sparse(COLLECTION, terms, None, limit=3),
+        library.query_hybrid(COLLECTION, axis(0), terms, None, limit=3, prefetch_limit=3),
+    ):
+        assert hits
+        for hit in hits:
+            assert hit.lexical_terms == frozenset(lexical.encode_query(text_of[hit.payload["name"]]).indices)
+
+
 def test_filters_apply_to_every_query_mode(library: Store) -> None:
     library.set_payload(COLLECTION, Filter(must={f.BOOK_KEY: "pride"}), {f.COMPLETE: True})
     visible = Filter(must={f.COMPLETE: True})
