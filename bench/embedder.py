@@ -1,4 +1,4 @@
-"""Embedder benchmark: the bare model against the same loaded model behind the gRPC service.
+"""Embedder benchmark: the bare model against the same model behind the gRPC service.
 
 In one run, with the same model loaded in this process (bare) and in the service's own process
 (`python -m services.embedder` on a unix socket, as deployed):
@@ -96,7 +96,6 @@ def start_service(args: argparse.Namespace, sentences: int, scratch: Path) -> tu
     address = f"unix://{scratch / 'embedder.sock'}"
     env = {
         **os.environ,
-        "HF_HUB_OFFLINE": "1",
         "ALEXANDRIA_LOG_LEVEL": "WARNING",
         "EMBEDDER_LISTEN": address,
         "EMBEDDER_DEVICE": args.device,
