@@ -15,10 +15,13 @@ texts: no cache anywhere could answer one from an earlier one.
 
 Measured, each over `--queries` questions:
 - bare, in this process: one model encode + the one store query a precise search makes (hybrid),
-  nothing else: the floor the service is compared to;
+  nothing else: the floor the service is compared to. It runs on a copy of the bench collection
+  (the embedded store is one process's at a time), question by question in turn with precise;
 - precise, contextual, comprehensive: `alexandria_query` called by a real MCP client (the SDK's
   `Client`, Streamable HTTP) on the stack as `alexandria up` runs it (embedded store; embedder,
-  services and gateway in their own processes), with every other argument at its default;
+  services and gateway in their own processes), with every other argument at its default.
+  Precise and bare take turns, the order swapped every question, so that a shared machine's
+  load, which drifts over minutes, weighs on the floor and on the service alike;
 - precise during an ingest: the same while `alexandria_ingest_file` ingests a corpus book into the
   bench collection (from a second MCP client); the book is removed after (`alexandria_remove`).
 The last line is JSON: precise_p50_ms, precise_p95_ms, contextual_p50_ms, comprehensive_p50_ms,
@@ -33,6 +36,7 @@ import itertools
 import json
 import logging
 import os
+import shutil
 import sys
 import time
 import uuid
@@ -82,7 +86,7 @@ SOURCE_BOOKS = (1, 5, 6)
 # Ingested during the queries, then removed; not among the source books.
 INGEST_DURING = "the_tempest.epub"
 INGEST_DURING_TITLE, INGEST_DURING_AUTHOR = "The Tempest", "William Shakespeare"
-WARM_UP_QUERIES = 20
+WARM_UP_QUERIES = 50
 # Each question asked in these wordings: distinct texts with the same meaning.
 QUESTION_WORDINGS = (
     "{}",
@@ -192,29 +196,54 @@ def fill_bench_collection(store: Store, chunks: int) -> None:
     log.info("filled %s in %.0f s", BENCH, time.perf_counter() - started)
 
 
-async def measure_bare(store: Store, questions: list[str], warm_up: list[str]) -> tuple[Latency, Latency]:
-    """One in-process encode + one store query (the precise search's, and a dense-only one).
+def copy_bench_collection(scratch: Path) -> Path:
+    """A data directory holding a copy of the bench collection alone, made afresh: the bare measurement's."""
+    source = store_settings(scratch).embedded_path
+    copy = store_settings(scratch / "bare").embedded_path
+    shutil.rmtree(copy, ignore_errors=True)
+    copy.mkdir(parents=True)
+    shutil.copytree(source / BENCH, copy / BENCH)
+    shutil.copy2(source / f"{BENCH}.json", copy / f"{BENCH}.json")
+    return scratch / "bare"
+
+
+class Bare:
+    """One in-process encode + one store query: the precise search's (hybrid), or a dense-only one.
 
     Blocking calls on the event loop on purpose: nothing else runs meanwhile, and no thread hop is
     part of the floor.
     """
-    model = load_model(resolve_model_source(EmbedderSettings().embedder_model), resolve_device("cpu"), 0)
-    candidates = DEFAULT_LIMIT * CANDIDATES_PER_RESULT
-    prefetch = max(MIN_HYBRID_PREFETCH, HYBRID_PREFETCH_PER_CANDIDATE * candidates)
-    where = search_filter(SearchQuery("", BENCH))
 
-    def encode(question: str) -> np.ndarray:
-        return model.encode(model.with_prefix([question], EmbedKind.QUERY)).vectors[0]
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.model = load_model(resolve_model_source(EmbedderSettings().embedder_model), resolve_device("cpu"), 0)
+        self.candidates = DEFAULT_LIMIT * CANDIDATES_PER_RESULT
+        self.prefetch = max(MIN_HYBRID_PREFETCH, HYBRID_PREFETCH_PER_CANDIDATE * self.candidates)
+        self.where = search_filter(SearchQuery("", BENCH))
 
-    async def hybrid(question: str) -> None:
-        store.query_hybrid(BENCH, encode(question), encode_query(question), where, candidates, prefetch)
+    def _encode(self, question: str) -> np.ndarray:
+        return self.model.encode(self.model.with_prefix([question], EmbedKind.QUERY)).vectors[0]
 
-    async def dense(question: str) -> None:
-        store.query_dense(BENCH, encode(question), where, candidates)
+    async def hybrid(self, question: str) -> None:
+        vector = self._encode(question)
+        self.store.query_hybrid(BENCH, vector, encode_query(question), self.where, self.candidates, self.prefetch)
 
-    for question in warm_up:
-        await hybrid(question)
-    return await timed(hybrid, questions), await timed(dense, questions)
+    async def dense(self, question: str) -> None:
+        self.store.query_dense(BENCH, self._encode(question), self.where, self.candidates)
+
+
+async def in_turn(
+    first: Callable[[str], Awaitable[object]], second: Callable[[str], Awaitable[object]], questions: list[str]
+) -> tuple[Latency, Latency]:
+    """Latencies of two calls over the same questions, taking turns, the order swapped every question."""
+    seconds: tuple[list[float], list[float]] = ([], [])
+    for index, question in enumerate(questions):
+        order = (0, 1) if index % 2 == 0 else (1, 0)
+        for which in order:
+            started = time.perf_counter()
+            await (first, second)[which](question)
+            seconds[which].append(time.perf_counter() - started)
+    return Latency.of(seconds[0]), Latency.of(seconds[1])
 
 
 async def call_tool(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -268,22 +297,32 @@ async def measure(corpus: Path, scratch: Path, chunks: int, count: int) -> Figur
             async with embedder_service(scratch) as embedder:
                 await ingest_corpus(store, embedder, missing, SOURCE)
         await asyncio.to_thread(fill_bench_collection, store, chunks)
-        bare, bare_dense = await measure_bare(store, questions, warm_up)
         points = store.collection_info(BENCH).points_count
     finally:
         store.close()
-    stack = await asyncio.to_thread(
-        start_stack, scratch, corpus / "calibre-library", corpus / "local-files", {"QDRANT_COLLECTION": BENCH}
-    )
+    bare_store = open_store(store_settings(await asyncio.to_thread(copy_bench_collection, scratch)))
     try:
-        async with Client(stack.mcp_url) as client:
-            for question in warm_up:
-                await query_tool(client, "precise")(question)
-            modes = {mode: await timed(query_tool(client, mode), questions) for mode in MODES}
-            idle, during = await measure_during_ingest(stack, corpus, query_tool(client, "precise"), questions)
+        bare = Bare(bare_store)
+        stack = await asyncio.to_thread(
+            start_stack, scratch, corpus / "calibre-library", corpus / "local-files", {"QDRANT_COLLECTION": BENCH}
+        )
+        try:
+            async with Client(stack.mcp_url) as client:
+                precise = query_tool(client, "precise")
+                for question in warm_up:
+                    await bare.hybrid(question)
+                    await precise(question)
+                modes: dict[str, Latency] = {}
+                bare_hybrid, modes["precise"] = await in_turn(bare.hybrid, precise, questions)
+                bare_dense = await timed(bare.dense, questions)
+                for mode in MODES[1:]:
+                    modes[mode] = await timed(query_tool(client, mode), questions)
+                idle, during = await measure_during_ingest(stack, corpus, precise, questions)
+        finally:
+            await asyncio.to_thread(stack.stop)
     finally:
-        await asyncio.to_thread(stack.stop)
-    return Figures(bare, bare_dense, modes, idle, during, points)
+        bare_store.close()
+    return Figures(bare_hybrid, bare_dense, modes, idle, during, points)
 
 
 def report(figures: Figures) -> str:
