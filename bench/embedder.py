@@ -9,7 +9,10 @@ In one run, with the same model loaded in this process (bare) and in the service
   (queries: the book's sentences of 5 to 20 words, about the length of a search question), and,
   to tell the transport from the pass, the service's own `EmbeddingModel.encode` in this process
   (the transformer as a traced graph where the model allows: see services/embedder/model.py);
-- 32 concurrent query clients against one-at-a-time queries through the service (micro-batching).
+- 32 concurrent query clients against one-at-a-time queries through the service (micro-batching),
+  next to what batching gains in the model itself: the service's own `EmbeddingModel.encode` in this
+  process, the same queries in batches of 32 against one at a time (no transport, no waiting), the
+  ceiling for what micro-batching can give on this machine; and the same for the bare encode.
 
 Throughput rounds alternate bare and gRPC, and single queries alternate too; rounds report
 their median, to even out a shared machine's noise. Prints a table; the last line is one JSON object.
@@ -86,6 +89,8 @@ class Results:
     model_query_s: list[float]
     concurrent_qps: float
     sequential_qps: float
+    model_batched_qps: float
+    bare_batched_qps: float
 
 
 SERVICE_START_TIMEOUT_S = 300
@@ -159,11 +164,19 @@ async def measure_against(address: str, model: EmbeddingModel, sentences: list[s
             model_query_s.append(time.perf_counter() - started)
 
         per_client = [queries[i :: args.concurrency] for i in range(args.concurrency)]
-        concurrent_rates = []
+        concurrent_rates, model_batched_rates, bare_batched_rates = [], [], []
         for _ in range(args.rounds):
             started = time.perf_counter()
             await asyncio.gather(*(one_at_a_time(client.embed_query, mine) for mine in per_client))
             concurrent_rates.append(len(queries) / (time.perf_counter() - started))
+            started = time.perf_counter()
+            for start in range(0, len(queries), args.concurrency):
+                model.encode(queries[start : start + args.concurrency])
+            model_batched_rates.append(len(queries) / (time.perf_counter() - started))
+            started = time.perf_counter()
+            for start in range(0, len(queries), args.concurrency):
+                bare_encode(queries[start : start + args.concurrency])
+            bare_batched_rates.append(len(queries) / (time.perf_counter() - started))
     finally:
         await client.close()
     return Results(
@@ -174,6 +187,8 @@ async def measure_against(address: str, model: EmbeddingModel, sentences: list[s
         model_query_s=model_query_s,
         concurrent_qps=statistics.median(concurrent_rates),
         sequential_qps=len(grpc_query_s) / sum(grpc_query_s),
+        model_batched_qps=statistics.median(model_batched_rates),
+        bare_batched_qps=statistics.median(bare_batched_rates),
     )
 
 
@@ -220,6 +235,8 @@ def main() -> None:
         "sequential_qps": round(results.sequential_qps, 1),
         "concurrent_qps": round(results.concurrent_qps, 1),
         "concurrent_speedup": round(results.concurrent_qps / results.sequential_qps, 2),
+        "model_batching_gain": round(results.model_batched_qps * statistics.mean(results.model_query_s), 2),
+        "bare_batching_gain": round(results.bare_batched_qps * statistics.mean(results.bare_query_s), 2),
         "device": model.device,
         "dtype": model.dtype,
         "model": model.name,
@@ -243,6 +260,10 @@ def main() -> None:
         f"queries/s through the service: {summary['sequential_qps']} one at a time, "
         f"{summary['concurrent_qps']} from {args.concurrency} concurrent clients "
         f"(x{summary['concurrent_speedup']})"
+    )
+    print(
+        f"in this process, batches of {args.concurrency} against one at a time: x{summary['model_batching_gain']} "
+        f"for the service's encode (the most micro-batching can give here), x{summary['bare_batching_gain']} bare"
     )
     print(json.dumps(summary))
 
