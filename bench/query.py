@@ -20,8 +20,12 @@ Measured, each over `--queries` questions:
 - precise, contextual, comprehensive: `alexandria_query` called by a real MCP client (the SDK's
   `Client`, Streamable HTTP) on the stack as `alexandria up` runs it (embedded store; embedder,
   services and gateway in their own processes), with every other argument at its default.
-  Precise and bare take turns, the order swapped every question, so that a shared machine's
+  Precise and bare take turns, the order rotated every question, so that a shared machine's
   load, which drifts over minutes, weighs on the floor and on the service alike;
+- the hops inside precise, taking the same turns: the query service's Search and the embedder's
+  Embed of the question, each called over gRPC directly on the stack's sockets. Precise minus
+  Search is the MCP client, the gateway and its gRPC call; Search minus Embed is the query
+  service's own work (store query, scoring, response);
 - precise during an ingest: the same while `alexandria_ingest_file` ingests a corpus book into the
   bench collection (from a second MCP client); the book is removed after (`alexandria_remove`).
 The last line is JSON: precise_p50_ms, precise_p95_ms, contextual_p50_ms, comprehensive_p50_ms,
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 import logging
@@ -40,7 +45,7 @@ import shutil
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,11 +67,14 @@ from retrieval import (
     store_settings,
 )
 
+from alexandria.clients import EmbedderClient, ServiceClient
 from alexandria.logs import configure_logging
-from alexandria.settings import EmbedderSettings
+from alexandria.settings import ClientSettings, EmbedderSettings
+from alexandria.stack import StackLayout
 from alexandria.store import Filter, PointRecord, SparseVector, Store, StoredPoint, open_store
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_document, encode_query
+from alexandria.v1 import query_pb2, query_pb2_grpc
 from services.embedder.model import EmbedKind, load_model, resolve_device, resolve_model_source
 from services.query.search import (
     CANDIDATES_PER_RESULT,
@@ -125,6 +133,8 @@ class Latency:
 class Figures:
     bare: Latency
     bare_dense: Latency
+    search_grpc: Latency
+    embed_grpc: Latency
     modes: dict[str, Latency]
     idle_precise: Latency
     during_ingest: Latency
@@ -232,18 +242,34 @@ class Bare:
         self.store.query_dense(BENCH, self._encode(question), self.where, self.candidates)
 
 
-async def in_turn(
-    first: Callable[[str], Awaitable[object]], second: Callable[[str], Awaitable[object]], questions: list[str]
-) -> tuple[Latency, Latency]:
-    """Latencies of two calls over the same questions, taking turns, the order swapped every question."""
-    seconds: tuple[list[float], list[float]] = ([], [])
+async def in_turn(calls: dict[str, Callable[[str], Awaitable[object]]], questions: list[str]) -> dict[str, Latency]:
+    """Latency of each call over the same questions, taking turns, the order rotated every question."""
+    names = list(calls)
+    seconds: dict[str, list[float]] = {name: [] for name in names}
     for index, question in enumerate(questions):
-        order = (0, 1) if index % 2 == 0 else (1, 0)
-        for which in order:
+        shift = index % len(names)
+        for name in names[shift:] + names[:shift]:
             started = time.perf_counter()
-            await (first, second)[which](question)
-            seconds[which].append(time.perf_counter() - started)
-    return Latency.of(seconds[0]), Latency.of(seconds[1])
+            await calls[name](question)
+            seconds[name].append(time.perf_counter() - started)
+    return {name: Latency.of(values) for name, values in seconds.items()}
+
+
+@contextlib.asynccontextmanager
+async def grpc_hops(layout: StackLayout) -> AsyncIterator[dict[str, Callable[[str], Awaitable[object]]]]:
+    """`search` (the query service's Search) and `embed` (the embedder's Embed of a query), over their sockets."""
+    client_settings = ClientSettings()
+    query = ServiceClient("query", layout.socket("query"), query_pb2_grpc.QueryServiceStub, client_settings)
+    embedder = EmbedderClient(layout.socket("embedder"), client_settings)
+
+    async def search(question: str) -> None:
+        await query.call("Search", query_pb2.SearchRequest(query=question))
+
+    try:
+        yield {"search": search, "embed": embedder.embed_query}
+    finally:
+        await query.close()
+        await embedder.close()
 
 
 async def call_tool(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -309,11 +335,11 @@ async def measure(corpus: Path, scratch: Path, chunks: int, count: int) -> Figur
         try:
             async with Client(stack.mcp_url) as client:
                 precise = query_tool(client, "precise")
-                for question in warm_up:
-                    await bare.hybrid(question)
-                    await precise(question)
-                modes: dict[str, Latency] = {}
-                bare_hybrid, modes["precise"] = await in_turn(bare.hybrid, precise, questions)
+                async with grpc_hops(StackLayout(scratch)) as hops:
+                    calls = {"bare": bare.hybrid, "precise": precise, **hops}
+                    await in_turn(calls, warm_up)
+                    turns = await in_turn(calls, questions)
+                modes = {"precise": turns["precise"]}
                 bare_dense = await timed(bare.dense, questions)
                 for mode in MODES[1:]:
                     modes[mode] = await timed(query_tool(client, mode), questions)
@@ -322,13 +348,15 @@ async def measure(corpus: Path, scratch: Path, chunks: int, count: int) -> Figur
             await asyncio.to_thread(stack.stop)
     finally:
         bare_store.close()
-    return Figures(bare_hybrid, bare_dense, modes, idle, during, points)
+    return Figures(turns["bare"], bare_dense, turns["search"], turns["embed"], modes, idle, during, points)
 
 
 def report(figures: Figures) -> str:
     rows = [
         ("bare (encode + hybrid query)", figures.bare),
         ("bare (encode + dense query)", figures.bare_dense),
+        ("gRPC Search (query service)", figures.search_grpc),
+        ("gRPC Embed (embedder, one query)", figures.embed_grpc),
         *((f"alexandria_query {name}", latency) for name, latency in figures.modes.items()),
         ("alexandria_query precise, idle", figures.idle_precise),
         ("  ... during an ingest", figures.during_ingest),
@@ -364,6 +392,8 @@ def main() -> None:
         "comprehensive_p50_ms": round(figures.modes["comprehensive"].p50_ms, 2),
         "bare_p50_ms": round(figures.bare.p50_ms, 2),
         "ratio": round(precise.p50_ms / figures.bare.p50_ms, 3),
+        "search_grpc_p50_ms": round(figures.search_grpc.p50_ms, 2),
+        "embed_grpc_p50_ms": round(figures.embed_grpc.p50_ms, 2),
         "during_ingest_p95_ms": round(figures.during_ingest.p95_ms, 2),
     }))
 
