@@ -195,6 +195,14 @@ Threshold = Annotated[
         "less similar than this. Higher gives more, smaller chunks.",
     ),
 ]
+Language = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        description="Only books in this language: an ISO 639 code or the language's English name "
+        "('eng', 'en' and 'English' alike).",
+    ),
+]
 MinChunkSize = Annotated[int, Field(ge=1, le=100_000, description="Minimum words per chunk.")]
 MaxChunkSize = Annotated[int, Field(ge=1, le=100_000, description="Maximum words per chunk.")]
 Hierarchical = Annotated[
@@ -284,9 +292,7 @@ async def alexandria_query(
     author: Annotated[
         str | None, Field(min_length=1, description="Search only books whose author contains this text.")
     ] = None,
-    language: Annotated[
-        str | None, Field(min_length=1, description="Search only books in this language (e.g. 'eng', 'hrv').")
-    ] = None,
+    language: Language = None,
 ) -> CallToolResult:
     """Search the content of the ingested books by meaning and return the passages that answer a question.
 
@@ -341,9 +347,7 @@ async def alexandria_search(
     title: Annotated[
         str | None, Field(min_length=1, description="Book title, partial, case-insensitive.")
     ] = None,
-    language: Annotated[
-        str | None, Field(min_length=1, description="Language code as Calibre stores it, e.g. 'eng', 'hrv'.")
-    ] = None,
+    language: Language = None,
     tags: Annotated[
         str | None,
         Field(description="Comma-separated tags; books must have all of them. E.g. 'philosophy, ethics'."),
@@ -438,9 +442,7 @@ async def alexandria_ingest_preview(
     ctx: Context,
     author: Annotated[str | None, Field(min_length=1, description="Filter by author (partial).")] = None,
     title: Annotated[str | None, Field(min_length=1, description="Filter by title (partial).")] = None,
-    language: Annotated[
-        str | None, Field(min_length=1, description="Filter by language code, e.g. 'eng'.")
-    ] = None,
+    language: Language = None,
     format_filter: Annotated[
         Literal["epub", "pdf", "any"], Field(description="Which format a book must have to be listed.")
     ] = "epub",
@@ -510,7 +512,7 @@ async def alexandria_batch_ingest(
         str | None, Field(min_length=1, description="Select books by author (partial).")
     ] = None,
     title: Annotated[str | None, Field(min_length=1, description="Select books by title (partial).")] = None,
-    language: Annotated[str | None, Field(min_length=1, description="Select books by language code.")] = None,
+    language: Language = None,
     limit: Annotated[int, Field(ge=1, le=50, description="Maximum number of books to ingest.")] = 10,
     collection: Collection = None,
     format_preference: FormatPreference = "epub",
@@ -630,7 +632,10 @@ async def alexandria_ingest_file(
         str | None,
         Field(min_length=1, description="Book author; required when the file's metadata has none."),
     ] = None,
-    language: Annotated[str | None, Field(min_length=1, description="Language code, e.g. 'eng'.")] = None,
+    language: Annotated[
+        str | None,
+        Field(min_length=1, description="The book's language, instead of the file's metadata: an ISO 639 code or name."),
+    ] = None,
     collection: Collection = None,
     hierarchical: Hierarchical = True,
     threshold: Threshold = 0.55,

@@ -36,6 +36,7 @@ from types import MappingProxyType
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from alexandria.errors import FailedPrecondition, NotFound, Unavailable
+from alexandria.languages import language_code
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +140,7 @@ class BookQuery:
 
     author: str = ""
     title: str = ""
-    language: str = ""  # exact code, any of the book's languages
+    language: str = ""  # a code, tag or name of any of the book's languages (alexandria.languages)
     tags: tuple[str, ...] = ()  # exact names; a book must have all of them
 
 
@@ -182,7 +183,7 @@ class _SearchKeys:
             book=book,
             title=fold(book.title),
             authors="\n".join(fold(a) for a in (*book.authors, book.author_sort)),
-            languages=frozenset(fold(language) for language in book.languages),
+            languages=frozenset(language_code(language) for language in book.languages),
             tags=frozenset(fold(tag) for tag in book.tags),
         )
 
@@ -226,7 +227,8 @@ class LibrarySnapshot:
 
     def search(self, query: BookQuery, limit: int) -> list[Book]:
         """Books matching every filter of `query`, in id order, at most `limit`."""
-        title, author, language = fold(query.title), fold(query.author), fold(query.language)
+        title, author = fold(query.title), fold(query.author)
+        language = language_code(query.language)
         tags = frozenset(fold(t) for t in query.tags if t.strip())
         # Start from the shortest exact-match list (a language's or a tag's books) instead of all books.
         postings = [self._by_tag.get(tag, ()) for tag in tags]

@@ -28,6 +28,7 @@ import numpy as np
 
 from alexandria.clients import EmbedderClient
 from alexandria.errors import AlreadyExists, InvalidArgument
+from alexandria.languages import language_code
 from alexandria.progress import progress_bar
 from alexandria.store import Store, StoredPoint
 from alexandria.store import schema as f
@@ -188,7 +189,7 @@ class BookIngestor:
             outcome = IngestOutcome(
                 title=title,
                 author=" & ".join(source.authors),
-                language=source.language or "",
+                language=language_code(source.language or ""),
                 format=source.format,
                 book_key=source.book_key,
                 collection=collection,
@@ -201,7 +202,7 @@ class BookIngestor:
             outcome.steps.append(f"📖 Found: '{title}' by {outcome.author or 'unknown author'} "
                                  f"({source.format}, {outcome.file_size_mb} MB)")
             prepared = await self.prepare(source, report)
-            outcome.language = outcome.language or prepared.book.language or ""
+            outcome.language = outcome.language or language_code(prepared.book.language or "")
             outcome.steps.append(f"📄 Extracted {len(prepared.book.chapters)} chapters "
                                  f"({prepared.book.chapter_source}), {prepared.book.word_count:,} words, "
                                  f"{len(prepared.sentences):,} sentences")

@@ -35,6 +35,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from alexandria.errors import FailedPrecondition, InvalidArgument, NotFound
+from alexandria.languages import language_spellings
 from alexandria.store import DENSE, SENTENCES, CollectionInfo, Filter, Hit, PointRecord, SparseVector, Store
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_query
@@ -343,7 +344,7 @@ def search_filter(query: SearchQuery) -> Filter:
     if query.book_id is not None:
         must[f.CALIBRE_ID] = query.book_id
     if query.language:
-        must[f.LANGUAGE] = query.language
+        must[f.LANGUAGE] = language_spellings(query.language)
     # Whole words of the author field, any case: "austen" finds "Jane Austen".
     text = {f.AUTHOR: query.author} if query.author and query.author.strip() else {}
     return Filter(must=must, text=text)

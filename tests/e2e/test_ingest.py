@@ -89,6 +89,27 @@ async def test_local_file_needs_metadata_then_ingests(stack: RunningStack, inbox
         assert done["title"] == "Julius Caesar" and done["format"] == "PDF" and done["chunks"] > 0
 
 
+async def test_a_local_book_and_the_calibre_books_share_one_language_code(stack: RunningStack, inbox: Path) -> None:
+    """The Tempest's EPUB says "en" where Calibre says "eng": stored as "eng", found by any spelling."""
+    epub = str(inbox / "the_tempest.epub")
+    question = "Prospero's magic and the spirit Ariel on the island"
+    async with Client(stack.mcp_url) as client:
+        done, is_error = await call(client, "alexandria_ingest_file", {
+            "file_path": epub, "title": "The Tempest", "author": "William Shakespeare"})
+        assert not is_error, done
+        try:
+            assert done["language"] == "eng"
+            for spelling in ("eng", "en", "English"):
+                found, is_error = await call(client, "alexandria_query", {
+                    "query": question, "language": spelling, "threshold": 0.0, "limit": 20})
+                assert not is_error and "The Tempest" in {r["book_title"] for r in found["results"]}, spelling
+            german, is_error = await call(client, "alexandria_query", {
+                "query": question, "language": "German", "threshold": 0.0, "limit": 20})
+            assert not is_error and "The Tempest" not in {r["book_title"] for r in german["results"]}
+        finally:
+            await call(client, "alexandria_remove", {"file_path": epub})
+
+
 @pytest.mark.parametrize("escape", ["../../etc/passwd", "/etc/passwd", "{inbox}/../outside.txt", "{inbox}/link.txt"])
 async def test_paths_outside_the_allowed_folder_are_refused(stack: RunningStack, inbox: Path, escape: str) -> None:
     outside = inbox.parent / "outside.txt"

@@ -23,6 +23,7 @@ from services.query.search import (
     fit_to_budget,
     json_size,
     passage_from_payload,
+    search_filter,
     truncate_text,
     water_level,
 )
@@ -148,6 +149,13 @@ async def test_filters_narrow_by_book_author_and_language(store, encoder) -> Non
     assert nobody.results == () and "Tolstoy" in nobody.notice
     other_language = await _search(store, encoder, _query(language="deu", threshold=0.0))
     assert other_language.results == ()
+    every_language = await _search(store, encoder, _query(threshold=0.0, limit=20))
+    by_name = await _search(store, encoder, _query(language="English", threshold=0.0, limit=20))
+    assert by_name.results == every_language.results and by_name.results  # every fake point is "eng"
+
+
+def test_a_language_filter_matches_every_code_a_stored_book_may_carry() -> None:
+    assert search_filter(_query(language="en-GB")).must[f.LANGUAGE] == ["eng", "en"]
 
 
 @pytest.mark.asyncio
