@@ -297,9 +297,10 @@ async def alexandria_query(
     """Search the content of the ingested books by meaning and return the passages that answer a question.
 
     Use this for any question about what the books say. Each result has the passage text, its score, the
-    book, author and chapter (section_name) and a locator to cite. Compose the answer following
-    `response_instruction` in the result (the guardian persona and the response pattern), citing book and
-    chapter. To find books by title or author instead of by content, use alexandria_search.
+    book, author and chapter (section_name) and a locator to cite; `matched_lexically` marks a passage kept
+    below the threshold because it contains every word of the query (a name, a rare word). Compose the
+    answer following `response_instruction` in the result (the guardian persona and the response pattern),
+    citing book and chapter. To find books by title or author instead of by content, use alexandria_search.
     """
     request = query_pb2.SearchRequest(
         query=query,

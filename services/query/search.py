@@ -550,7 +550,7 @@ def assemble_context(
 # for the field names, numbers and punctuation of its record (measured on responses rendered with
 # proto field names, every field present, then rounded up).
 ENVELOPE_CHARS = 450
-RESULT_FIXED_CHARS = 340
+RESULT_FIXED_CHARS = 370
 PARENT_FIXED_CHARS = 170
 PARENT_CHARS_PER_RESULT_INDEX = 4
 SIBLING_FIXED_CHARS = 130

@@ -45,6 +45,7 @@ async def test_precise_results_carry_citations(stack: RunningStack, twelfth_nigh
     top = found["results"][0]
     assert top["book_title"] == twelfth_night and "food of love" in top["text"]
     assert 0.5 <= top["score"] <= 1.0 and top["chunk_id"] and top["section_name"]
+    assert top["matched_lexically"] is False  # above the threshold on its own
     assert top["locator"]["chapter_title"] == top["section_name"]
     assert found["parent_chunks"] == [] and found["hierarchy_stats"] is None
 

@@ -115,12 +115,19 @@ async def test_a_question_finds_its_passage_with_a_citation(stack: Stack) -> Non
     )
     assert answer.locator.chapter_title == "Chapter 1" and not answer.locator.HasField("page_start")
     assert answer.chunk_id and answer.parent_id and answer.book_key == "uuid-pride"
-    assert 0.5 <= answer.score <= 1.0
+    assert 0.5 <= answer.score <= 1.0 and not answer.matched_lexically
     assert answer.score == max(r.score for r in response.results)
     assert (response.context_mode, response.search_mode) == ("precise", "hybrid")
     assert (response.guardian, response.guardian_name, response.response_pattern) == ("zec", "Zec", "free_answer")
     assert "Zec" in response.response_instruction and "Citations:" in response.response_instruction
     assert not response.parent_chunks and not response.HasField("hierarchy_stats")
+
+
+async def test_a_passage_kept_below_the_threshold_for_holding_every_query_word_says_so(stack: Stack) -> None:
+    response = await stack.search("Netherfield", threshold=0.95)
+    assert response.results
+    for hit in response.results:
+        assert hit.matched_lexically and hit.score < 0.95 and "Netherfield" in hit.text
 
 
 async def test_precise_never_returns_chapters(stack: Stack) -> None:
