@@ -29,7 +29,8 @@ Measured, each over `--queries` questions:
 - precise during an ingest: the same while `alexandria_ingest_file` ingests a corpus book into the
   bench collection (from a second MCP client); the book is removed after (`alexandria_remove`).
 The last line is JSON: precise_p50_ms, precise_p95_ms, contextual_p50_ms, comprehensive_p50_ms,
-bare_p50_ms, ratio (precise p50 / bare p50), during_ingest_p95_ms.
+bare_p50_ms, ratio (precise p50 / bare p50), search_grpc_p50_ms, embed_grpc_p50_ms,
+during_ingest_p95_ms.
 """
 
 from __future__ import annotations
