@@ -85,6 +85,17 @@ def test_results_match_the_schema_derived_from_the_same_message(message: Message
     assert result.structured_content["error"] is None or message is canned.NEEDS_METADATA
 
 
+def test_an_unset_optional_field_validates_as_null_and_a_wrong_type_does_not() -> None:
+    schema = result_schema(query_pb2.SearchResponse.DESCRIPTOR)
+    hit = message_result(canned.SEARCH).structured_content["results"][0]
+    with_nulls = {"results": [{**hit, "book_id": None, "locator": None}], "hierarchy_stats": None}
+    jsonschema.validate(with_nulls, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"results": [{**hit, "book_id": "1"}]}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"results": [{**hit, "locator": {"page_start": "12"}}]}, schema)
+
+
 def test_a_result_with_success_false_is_an_error() -> None:
     result = message_result(canned.NEEDS_METADATA)
     assert result.is_error
