@@ -80,6 +80,14 @@ async def one_at_a_time(call: Callable[[str], Awaitable[object]], queries: list[
     return time.perf_counter() - started
 
 
+def batched_rate(encode: Callable[[list[str]], object], queries: list[str], size: int) -> float:
+    """Queries/second for `queries` encoded in this process, `size` at a time."""
+    started = time.perf_counter()
+    for start in range(0, len(queries), size):
+        encode(queries[start : start + size])
+    return len(queries) / (time.perf_counter() - started)
+
+
 @dataclass
 class Results:
     bare_sps: float
@@ -169,14 +177,8 @@ async def measure_against(address: str, model: EmbeddingModel, sentences: list[s
             started = time.perf_counter()
             await asyncio.gather(*(one_at_a_time(client.embed_query, mine) for mine in per_client))
             concurrent_rates.append(len(queries) / (time.perf_counter() - started))
-            started = time.perf_counter()
-            for start in range(0, len(queries), args.concurrency):
-                model.encode(queries[start : start + args.concurrency])
-            model_batched_rates.append(len(queries) / (time.perf_counter() - started))
-            started = time.perf_counter()
-            for start in range(0, len(queries), args.concurrency):
-                bare_encode(queries[start : start + args.concurrency])
-            bare_batched_rates.append(len(queries) / (time.perf_counter() - started))
+            model_batched_rates.append(batched_rate(model.encode, queries, args.concurrency))
+            bare_batched_rates.append(batched_rate(bare_encode, queries, args.concurrency))
     finally:
         await client.close()
     return Results(

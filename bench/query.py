@@ -70,7 +70,7 @@ from retrieval import (
 
 from alexandria.clients import EmbedderClient, ServiceClient
 from alexandria.logs import configure_logging
-from alexandria.settings import ClientSettings, EmbedderSettings
+from alexandria.settings import ClientSettings, EmbedderSettings, StoreSettings
 from alexandria.stack import StackLayout
 from alexandria.store import Filter, PointRecord, SparseVector, Store, StoredPoint, open_store
 from alexandria.store import schema as f
@@ -150,16 +150,6 @@ def distinct_questions(questions: list[str], count: int, skip: int = 0) -> list[
     return wordings[skip : skip + count]
 
 
-async def timed(call: Callable[[str], Awaitable[object]], questions: list[str]) -> Latency:
-    """Latency of `call` over `questions`, one after another."""
-    seconds = []
-    for question in questions:
-        started = time.perf_counter()
-        await call(question)
-        seconds.append(time.perf_counter() - started)
-    return Latency.of(seconds)
-
-
 def _copy_points(
     records: list[PointRecord], copies: range, lexical: dict[str, SparseVector], rng: np.random.Generator
 ) -> list[StoredPoint]:
@@ -207,15 +197,16 @@ def fill_bench_collection(store: Store, chunks: int) -> None:
     log.info("filled %s in %.0f s", BENCH, time.perf_counter() - started)
 
 
-def copy_bench_collection(scratch: Path) -> Path:
-    """A data directory holding a copy of the bench collection alone, made afresh: the bare measurement's."""
+def copy_bench_collection(scratch: Path) -> StoreSettings:
+    """A store holding a copy of the bench collection alone, made afresh: the bare measurement's."""
     source = store_settings(scratch).embedded_path
-    copy = store_settings(scratch / "bare").embedded_path
+    settings = store_settings(scratch / "bare")
+    copy = settings.embedded_path
     shutil.rmtree(copy, ignore_errors=True)
     copy.mkdir(parents=True)
     shutil.copytree(source / BENCH, copy / BENCH)
     shutil.copy2(source / f"{BENCH}.json", copy / f"{BENCH}.json")
-    return scratch / "bare"
+    return settings
 
 
 class Bare:
@@ -254,6 +245,11 @@ async def in_turn(calls: dict[str, Callable[[str], Awaitable[object]]], question
             await calls[name](question)
             seconds[name].append(time.perf_counter() - started)
     return {name: Latency.of(values) for name, values in seconds.items()}
+
+
+async def timed(call: Callable[[str], Awaitable[object]], questions: list[str]) -> Latency:
+    """Latency of `call` over `questions`, one after another."""
+    return (await in_turn({"call": call}, questions))["call"]
 
 
 @contextlib.asynccontextmanager
@@ -327,7 +323,7 @@ async def measure(corpus: Path, scratch: Path, chunks: int, count: int) -> Figur
         points = store.collection_info(BENCH).points_count
     finally:
         store.close()
-    bare_store = open_store(store_settings(await asyncio.to_thread(copy_bench_collection, scratch)))
+    bare_store = open_store(await asyncio.to_thread(copy_bench_collection, scratch))
     try:
         bare = Bare(bare_store)
         stack = await asyncio.to_thread(
