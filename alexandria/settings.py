@@ -7,6 +7,7 @@ reference. Settings are read once at each entry point and passed down.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -36,6 +37,15 @@ class StoreSettings(_Env):
     # qdrant-client's own local mode (same API as a server); used to test the server path here.
     qdrant_local_path: Path | None = None
     alexandria_data_dir: Path = Path("var")
+    # Threads each embedded collection searches its segments with; 0: the CPUs this process may
+    # use. qdrant-edge's own default started 8 on a 2-CPU machine, and those 8 spent 7-8 ms of CPU
+    # on a search that 2 threads do in 5 (bench/query.py's collection), taking cores from the rest.
+    embedded_search_threads: int = Field(0, ge=0)
+
+    @property
+    def search_threads(self) -> int:
+        """The embedded store's search threads per collection, 0 resolved to the CPUs available."""
+        return self.embedded_search_threads or len(os.sched_getaffinity(0))
 
     @property
     def backend(self) -> Literal["server", "embedded"]:

@@ -80,6 +80,7 @@ log = logging.getLogger(__name__)
 _INDEXING_THRESHOLD_KB = 10_000
 _SEGMENTS = 8
 _MAX_SEGMENT_KB = 100_000
+_SPARSE_VECTORS = {SPARSE: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)}
 # What FusionQuery(fusion=RRF) uses on a Qdrant server, so both backends rank alike.
 _RRF_K = 2
 
@@ -95,8 +96,9 @@ class EmbeddedStore:
 
     backend = "embedded"
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, search_threads: int) -> None:
         self._root = root
+        self._search_threads = search_threads
         self._shards: dict[str, edge.EdgeShard] = {}
         self._closed = False
         # Re-entrant: ensure_collection holds it while looking a shard up, which may load one.
@@ -104,10 +106,11 @@ class EmbeddedStore:
         self._optimize_lock = threading.Lock()
 
     @classmethod
-    def open(cls, root: Path) -> EmbeddedStore:
-        """Open the store at `root` (created if missing) and every collection in it."""
+    def open(cls, root: Path, search_threads: int) -> EmbeddedStore:
+        """Open the store at `root` (created if missing) and every collection in it, each searching
+        with `search_threads` threads."""
         root.mkdir(parents=True, exist_ok=True)
-        store = cls(root)
+        store = cls(root, search_threads)
         started = time.perf_counter()
         try:
             for shard_dir in sorted(root.iterdir()):
@@ -309,7 +312,7 @@ class EmbeddedStore:
             return None
         with self._shards_lock:
             if collection not in self._shards:
-                self._shards[collection] = self._open_shard(path, lambda: edge.EdgeShard.load(str(path)))
+                self._shards[collection] = self._open_shard(path, lambda: edge.EdgeShard.load(str(path), self._load_config()))
             return self._shards[collection]
 
     def _create_shard(self, collection: str, dimension: int, metadata: dict[str, Any]) -> edge.EdgeShard:
@@ -327,12 +330,13 @@ class EmbeddedStore:
                     hnsw_config=edge.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000),
                 ),
             },
-            sparse_vectors={SPARSE: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
+            sparse_vectors=_SPARSE_VECTORS,
             optimizers=edge.EdgeOptimizersConfig(
                 indexing_threshold=_INDEXING_THRESHOLD_KB,
                 default_segment_number=_SEGMENTS,
                 max_segment_size=_MAX_SEGMENT_KB,
             ),
+            max_search_threads=self._search_threads,
         )
         # Shard first: its creation is what fails when another process got there, and then
         # that process's metadata file must not be overwritten.
@@ -341,6 +345,14 @@ class EmbeddedStore:
         self._shards[collection] = shard
         log.info("created collection %s (%d dims) at %s", collection, dimension, path)
         return shard
+
+    def _load_config(self) -> edge.EdgeConfig:
+        """What an existing shard is loaded with: this store's search threads; the rest as it was made.
+
+        qdrant-edge wants one vector family in a config and checks it against the shard: the sparse
+        one is the same in every collection this store creates, and the dense ones are inherited.
+        """
+        return edge.EdgeConfig(sparse_vectors=_SPARSE_VECTORS, max_search_threads=self._search_threads)
 
     def _open_shard(self, path: Path, opener: Callable[[], edge.EdgeShard]) -> edge.EdgeShard:
         try:

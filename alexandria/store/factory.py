@@ -16,4 +16,4 @@ def open_store(settings: StoreSettings) -> Store:
         return ServerStore.connect(settings)
     from alexandria.store.embedded import EmbeddedStore
 
-    return EmbeddedStore.open(settings.embedded_path)
+    return EmbeddedStore.open(settings.embedded_path, settings.search_threads)

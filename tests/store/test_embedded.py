@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -76,3 +77,33 @@ def test_optimize_on_a_thread_beside_queries_and_writes(embedded: EmbeddedStore)
     assert all(answer == ["letter"] for answer in answers)
     assert embedded.count(COLLECTION) == len(PASSAGES)
     assert [h.payload["name"] for h in embedded.query_dense(COLLECTION, axis(3), None, limit=1)] == ["letter"]
+
+
+def _search_threads() -> int:
+    """Threads of this process that qdrant-edge runs searches on (it names them edge-search-N)."""
+    return sum(
+        (task / "comm").read_text().startswith("edge-search") for task in Path("/proc/self/task").iterdir()
+    )
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads through Linux's /proc")
+def test_each_collection_searches_with_the_configured_threads_made_or_reopened(tmp_path: Path) -> None:
+    settings = settings_for("embedded", tmp_path).model_copy(update={"embedded_search_threads": 3})
+    before = _search_threads()
+    store = open_store(settings)
+    store.ensure_collection(COLLECTION, DIMENSION, METADATA)
+    store.upsert(COLLECTION, [stored_point(p) for p in PASSAGES])
+    assert _search_threads() - before == 3
+    store.close()
+
+    reopened = open_store(settings.model_copy(update={"embedded_search_threads": 2}))
+    try:
+        assert _search_threads() - before == 2
+        hits = reopened.query_dense(COLLECTION, axis(3), None, limit=1)
+        assert [h.payload["name"] for h in hits] == ["letter"]
+    finally:
+        reopened.close()
+
+
+def test_search_threads_default_to_the_cpus_this_process_may_use(tmp_path: Path) -> None:
+    assert settings_for("embedded", tmp_path).search_threads == len(os.sched_getaffinity(0))
