@@ -18,6 +18,7 @@ from alexandria.store.model import (
     SparseVector,
     Store,
     StoredPoint,
+    call_store,
 )
 
 __all__ = [
@@ -30,5 +31,6 @@ __all__ = [
     "SparseVector",
     "Store",
     "StoredPoint",
+    "call_store",
     "open_store",
 ]

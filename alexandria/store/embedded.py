@@ -95,6 +95,7 @@ class EmbeddedStore:
     """`Store` over qdrant-edge shards under one directory, owned by this process alone."""
 
     backend = "embedded"
+    holds_gil = True
 
     def __init__(self, root: Path, search_threads: int) -> None:
         self._root = root

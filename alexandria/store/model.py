@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 import numpy as np
 
 from alexandria.errors import InvalidArgument
 from alexandria.store import schema
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 DENSE = "dense"
 SPARSE = "lexical"
@@ -122,9 +127,13 @@ class CollectionInfo:
 
 
 class Store(Protocol):
-    """Every operation Alexandria needs from Qdrant. All methods are blocking; callers run them in a thread."""
+    """Every operation Alexandria needs from Qdrant. All methods are blocking: callers run them in a
+    thread, or through `call_store` on a hot path."""
 
     backend: str
+    # The engine runs in this process and holds the GIL through every call (the embedded one):
+    # the caller's other threads, its event loop included, wait for the call wherever it runs.
+    holds_gil: bool
 
     def collection_info(self, collection: str) -> CollectionInfo | None:
         """None when the collection does not exist."""
@@ -175,3 +184,12 @@ class Store(Protocol):
         """Build indexes now (embedded: HNSW; server: no-op, the server optimises by itself)."""
 
     def close(self) -> None: ...
+
+
+async def call_store(store: Store, method: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """Run a blocking `store` method from the event loop: in a thread where the store lets other
+    threads run meanwhile (a server's network wait), else inline, since the thread hop would buy
+    the loop nothing and cost ~0.5 ms a call (measured on a hybrid query, 2 CPUs)."""
+    if store.holds_gil:
+        return method(*args, **kwargs)
+    return await asyncio.to_thread(method, *args, **kwargs)

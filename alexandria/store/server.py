@@ -66,6 +66,7 @@ class ServerStore:
     """`Store` over qdrant-client: a remote Qdrant, or local mode in a folder."""
 
     backend = "server"
+    holds_gil = False
 
     def __init__(self, client: QdrantClient, location: str, builds_indexes: bool) -> None:
         self._client = client

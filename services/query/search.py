@@ -36,7 +36,17 @@ import numpy as np
 
 from alexandria.errors import FailedPrecondition, InvalidArgument, NotFound
 from alexandria.languages import language_spellings
-from alexandria.store import DENSE, SENTENCES, CollectionInfo, Filter, Hit, PointRecord, SparseVector, Store
+from alexandria.store import (
+    DENSE,
+    SENTENCES,
+    CollectionInfo,
+    Filter,
+    Hit,
+    PointRecord,
+    SparseVector,
+    Store,
+    call_store,
+)
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_query
 
@@ -255,19 +265,20 @@ class Searcher:
         query_vector = await self._encode_for(query.collection, query.text)
         empty = SearchOutcome(query.text, query.context_mode, query.search_mode, ())
         try:
-            hits, cosines = await asyncio.to_thread(self._find, query, query_vector.vector, terms)
+            hits, cosines = await call_store(self.store, self._find, query, query_vector.vector, terms)
         except NotFound:
             self._embedded_with.pop(query.collection, None)
             raise
         if not hits:  # an empty collection is an error, not "nothing matched"
-            info = await asyncio.to_thread(self.store.collection_info, query.collection)
+            info = await call_store(self.store, self.store.collection_info, query.collection)
             check_collection(query.collection, info, query_vector)
         results, best_dropped = select_passages(hits, cosines, terms, query.threshold, query.limit)
         if not results:
             return dataclasses.replace(empty, notice=nothing_matched_notice(query, best_dropped))
         outcome = dataclasses.replace(empty, results=tuple(results))
         if query.context_mode is not ContextMode.PRECISE:
-            parents, siblings = await asyncio.to_thread(
+            parents, siblings = await call_store(
+                self.store,
                 self._fetch_context, query.collection, results, query.context_mode is ContextMode.COMPREHENSIVE
             )
             outcome = assemble_context(outcome, parents, siblings)
@@ -286,7 +297,7 @@ class Searcher:
             query_vector = await self.encoder.encode(text)
             if remembered.matches(query_vector):
                 return query_vector
-            info = await asyncio.to_thread(self.store.collection_info, collection)
+            info = await call_store(self.store, self.store.collection_info, collection)
         check_collection(collection, info, query_vector)
         self._embedded_with[collection] = EmbeddedWith.of(info)
         return query_vector

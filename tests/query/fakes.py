@@ -51,6 +51,7 @@ class FakeStore:
     """Points per collection in memory; dense scores are cosines, sparse scores dot products."""
 
     backend: str = "embedded"
+    holds_gil: bool = False
     collections: dict[str, dict[str, StoredPoint]] = field(default_factory=dict)
     metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
