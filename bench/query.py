@@ -22,6 +22,8 @@ Measured, each over `--queries` questions:
   services and gateway in their own processes), with every other argument at its default.
   Precise and bare take turns, the order rotated every question, so that a shared machine's
   load, which drifts over minutes, weighs on the floor and on the service alike;
+- precise over stdio, in the same turns: the same call through a gateway the client starts itself
+  (`alexandria mcp`, as an MCP client configured with the README's stdio snippet does);
 - the hops inside precise, taking the same turns: the query service's Search and the embedder's
   Embed of the question, each called over gRPC directly on the stack's sockets. Precise minus
   Search is the MCP client, the gateway and its gRPC call; Search minus Embed is the query
@@ -29,8 +31,8 @@ Measured, each over `--queries` questions:
 - precise during an ingest: the same while `alexandria_ingest_file` ingests a corpus book into the
   bench collection (from a second MCP client); the book is removed after (`alexandria_remove`).
 The last line is JSON: precise_p50_ms, precise_p95_ms, contextual_p50_ms, comprehensive_p50_ms,
-bare_p50_ms, ratio (precise p50 / bare p50), search_grpc_p50_ms, embed_grpc_p50_ms,
-during_ingest_p95_ms.
+bare_p50_ms, ratio (precise p50 / bare p50), precise_stdio_p50_ms, stdio_ratio, search_grpc_p50_ms,
+embed_grpc_p50_ms, during_ingest_p95_ms.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from retrieval import (
     DEFAULT_CORPUS,
     book_file,
@@ -134,6 +136,7 @@ class Latency:
 class Figures:
     bare: Latency
     bare_dense: Latency
+    precise_stdio: Latency
     search_grpc: Latency
     embed_grpc: Latency
     modes: dict[str, Latency]
@@ -330,10 +333,13 @@ async def measure(corpus: Path, scratch: Path, chunks: int, count: int) -> Figur
             start_stack, scratch, corpus / "calibre-library", corpus / "local-files", {"QDRANT_COLLECTION": BENCH}
         )
         try:
-            async with Client(stack.mcp_url) as client:
+            # The README's stdio set-up: the client starts `alexandria mcp`, which finds the running stack.
+            alexandria = str(Path(sys.executable).parent / "alexandria")
+            stdio_gateway = StdioServerParameters(command=alexandria, args=["mcp"], env=stack.env)
+            async with Client(stack.mcp_url) as client, Client(stdio_gateway) as stdio_client:
                 precise = query_tool(client, "precise")
                 async with grpc_hops(StackLayout(scratch)) as hops:
-                    calls = {"bare": bare.hybrid, "precise": precise, **hops}
+                    calls = {"bare": bare.hybrid, "precise": precise, "stdio": query_tool(stdio_client, "precise"), **hops}
                     await in_turn(calls, warm_up)
                     turns = await in_turn(calls, questions)
                 modes = {"precise": turns["precise"]}
@@ -345,7 +351,9 @@ async def measure(corpus: Path, scratch: Path, chunks: int, count: int) -> Figur
             await asyncio.to_thread(stack.stop)
     finally:
         bare_store.close()
-    return Figures(turns["bare"], bare_dense, turns["search"], turns["embed"], modes, idle, during, points)
+    return Figures(
+        turns["bare"], bare_dense, turns["stdio"], turns["search"], turns["embed"], modes, idle, during, points
+    )
 
 
 def report(figures: Figures) -> str:
@@ -355,6 +363,7 @@ def report(figures: Figures) -> str:
         ("gRPC Search (query service)", figures.search_grpc),
         ("gRPC Embed (embedder, one query)", figures.embed_grpc),
         *((f"alexandria_query {name}", latency) for name, latency in figures.modes.items()),
+        ("alexandria_query precise, stdio", figures.precise_stdio),
         ("alexandria_query precise, idle", figures.idle_precise),
         ("  ... during an ingest", figures.during_ingest),
     ]
@@ -362,7 +371,8 @@ def report(figures: Figures) -> str:
     lines += [f"{name:<34} {lat.p50_ms:>8.2f} {lat.p95_ms:>8.2f} {lat.count:>6}" for name, lat in rows]
     precise = figures.modes["precise"]
     lines.append(
-        f"precise / bare = {precise.p50_ms / figures.bare.p50_ms:.2f}; "
+        f"precise / bare = {precise.p50_ms / figures.bare.p50_ms:.2f} "
+        f"(stdio {figures.precise_stdio.p50_ms / figures.bare.p50_ms:.2f}); "
         f"comprehensive / precise = {figures.modes['comprehensive'].p50_ms / precise.p50_ms:.2f}; "
         f"during ingest p95 / idle p95 = {figures.during_ingest.p95_ms / figures.idle_precise.p95_ms:.2f}"
     )
@@ -389,6 +399,8 @@ def main() -> None:
         "comprehensive_p50_ms": round(figures.modes["comprehensive"].p50_ms, 2),
         "bare_p50_ms": round(figures.bare.p50_ms, 2),
         "ratio": round(precise.p50_ms / figures.bare.p50_ms, 3),
+        "precise_stdio_p50_ms": round(figures.precise_stdio.p50_ms, 2),
+        "stdio_ratio": round(figures.precise_stdio.p50_ms / figures.bare.p50_ms, 3),
         "search_grpc_p50_ms": round(figures.search_grpc.p50_ms, 2),
         "embed_grpc_p50_ms": round(figures.embed_grpc.p50_ms, 2),
         "during_ingest_p95_ms": round(figures.during_ingest.p95_ms, 2),
