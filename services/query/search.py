@@ -244,7 +244,7 @@ def json_size(text: str) -> int:
 
 
 class Searcher:
-    """Runs searches against one store with one query encoder; store calls run in threads."""
+    """Runs searches against one store with one query encoder; store calls go through `call_store`."""
 
     def __init__(self, store: Store, encoder: QueryEncoder) -> None:
         self.store = store
@@ -290,6 +290,7 @@ class Searcher:
         when the model differs from the one remembered (the collection may have been made anew)."""
         remembered = self._embedded_with.get(collection)
         if remembered is None:
+            # A thread whatever the store: the read then overlaps the wait for the embedder.
             query_vector, info = await asyncio.gather(
                 self.encoder.encode(text), asyncio.to_thread(self.store.collection_info, collection)
             )
