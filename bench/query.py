@@ -28,11 +28,16 @@ Measured, each over `--queries` questions:
   Embed of the question, each called over gRPC directly on the stack's sockets. Precise minus
   Search is the MCP client, the gateway and its gRPC call; Search minus Embed is the query
   service's own work (store query, scoring, response);
+- the floors of the layers the design puts around bare, in the same turns: a tool that does no work
+  on a bare MCP server over stdio (bench/mcp_floor.py: the SDK's client, server and transport), and
+  one gRPC call between two processes (the query service's health check). bare + that tool + two
+  such calls (gateway -> query -> embedder) is what precise could cost with every service's own work
+  free: `floor_ratio` is that over bare;
 - precise during an ingest: the same while `alexandria_ingest_file` ingests a corpus book into the
   bench collection (from a second MCP client); the book is removed after (`alexandria_remove`).
 The last line is JSON: precise_p50_ms, precise_p95_ms, contextual_p50_ms, comprehensive_p50_ms,
 bare_p50_ms, ratio (precise p50 / bare p50), precise_stdio_p50_ms, stdio_ratio, search_grpc_p50_ms,
-embed_grpc_p50_ms, during_ingest_p95_ms.
+embed_grpc_p50_ms, mcp_floor_stdio_p50_ms, grpc_hop_p50_ms, floor_ratio, during_ingest_p95_ms.
 """
 
 from __future__ import annotations
@@ -70,7 +75,7 @@ from retrieval import (
     store_settings,
 )
 
-from alexandria.clients import EmbedderClient, ServiceClient
+from alexandria.clients import EmbedderClient, ServiceClient, check_health
 from alexandria.logs import configure_logging
 from alexandria.settings import ClientSettings, EmbedderSettings, StoreSettings
 from alexandria.stack import StackLayout
@@ -139,6 +144,8 @@ class Figures:
     precise_stdio: Latency
     search_grpc: Latency
     embed_grpc: Latency
+    mcp_floor: Latency
+    grpc_hop: Latency
     modes: dict[str, Latency]
     idle_precise: Latency
     during_ingest: Latency
@@ -257,7 +264,8 @@ async def timed(call: Callable[[str], Awaitable[object]], questions: list[str]) 
 
 @contextlib.asynccontextmanager
 async def grpc_hops(layout: StackLayout) -> AsyncIterator[dict[str, Callable[[str], Awaitable[object]]]]:
-    """`search` (the query service's Search) and `embed` (the embedder's Embed of a query), over their sockets."""
+    """`search` (the query service's Search), `embed` (the embedder's Embed of a query) and `hop` (the query
+    service's health check: a gRPC call with no work behind it), over the stack's sockets."""
     client_settings = ClientSettings()
     query = ServiceClient("query", layout.socket("query"), query_pb2_grpc.QueryServiceStub, client_settings)
     embedder = EmbedderClient(layout.socket("embedder"), client_settings)
@@ -265,8 +273,11 @@ async def grpc_hops(layout: StackLayout) -> AsyncIterator[dict[str, Callable[[st
     async def search(question: str) -> None:
         await query.call("Search", query_pb2.SearchRequest(query=question))
 
+    async def hop(_question: str) -> None:
+        await check_health(query.channel)
+
     try:
-        yield {"search": search, "embed": embedder.embed_query}
+        yield {"search": search, "embed": embedder.embed_query, "hop": hop}
     finally:
         await query.close()
         await embedder.close()
@@ -336,10 +347,21 @@ async def measure(corpus: Path, scratch: Path, chunks: int, count: int) -> Figur
             # The README's stdio set-up: the client starts `alexandria mcp`, which finds the running stack.
             alexandria = str(Path(sys.executable).parent / "alexandria")
             stdio_gateway = StdioServerParameters(command=alexandria, args=["mcp"], env=stack.env)
-            async with Client(stack.mcp_url) as client, Client(stdio_gateway) as stdio_client:
+            floor_server = StdioServerParameters(command=sys.executable, args=[str(Path(__file__).with_name("mcp_floor.py"))])
+            async with (
+                Client(stack.mcp_url) as client,
+                Client(stdio_gateway) as stdio_client,
+                Client(floor_server) as floor_client,
+            ):
                 precise = query_tool(client, "precise")
                 async with grpc_hops(StackLayout(scratch)) as hops:
-                    calls = {"bare": bare.hybrid, "precise": precise, "stdio": query_tool(stdio_client, "precise"), **hops}
+                    calls = {
+                        "bare": bare.hybrid,
+                        "precise": precise,
+                        "stdio": query_tool(stdio_client, "precise"),
+                        "floor": lambda question: call_tool(floor_client, "echo", {"query": question}),
+                        **hops,
+                    }
                     await in_turn(calls, warm_up)
                     turns = await in_turn(calls, questions)
                 modes = {"precise": turns["precise"]}
@@ -352,8 +374,15 @@ async def measure(corpus: Path, scratch: Path, chunks: int, count: int) -> Figur
     finally:
         bare_store.close()
     return Figures(
-        turns["bare"], bare_dense, turns["stdio"], turns["search"], turns["embed"], modes, idle, during, points
+        turns["bare"], bare_dense, turns["stdio"], turns["search"], turns["embed"], turns["floor"], turns["hop"],
+        modes, idle, during, points,
     )
+
+
+def floor_ratio(figures: Figures) -> float:
+    """(bare + a tool doing nothing over stdio + two gRPC calls doing nothing) / bare, at p50."""
+    floor = figures.bare.p50_ms + figures.mcp_floor.p50_ms + 2 * figures.grpc_hop.p50_ms
+    return floor / figures.bare.p50_ms
 
 
 def report(figures: Figures) -> str:
@@ -362,6 +391,8 @@ def report(figures: Figures) -> str:
         ("bare (encode + dense query)", figures.bare_dense),
         ("gRPC Search (query service)", figures.search_grpc),
         ("gRPC Embed (embedder, one query)", figures.embed_grpc),
+        ("MCP tool doing nothing, stdio", figures.mcp_floor),
+        ("gRPC call doing nothing", figures.grpc_hop),
         *((f"alexandria_query {name}", latency) for name, latency in figures.modes.items()),
         ("alexandria_query precise, stdio", figures.precise_stdio),
         ("alexandria_query precise, idle", figures.idle_precise),
@@ -372,7 +403,7 @@ def report(figures: Figures) -> str:
     precise = figures.modes["precise"]
     lines.append(
         f"precise / bare = {precise.p50_ms / figures.bare.p50_ms:.2f} "
-        f"(stdio {figures.precise_stdio.p50_ms / figures.bare.p50_ms:.2f}); "
+        f"(stdio {figures.precise_stdio.p50_ms / figures.bare.p50_ms:.2f}; floor {floor_ratio(figures):.2f}); "
         f"comprehensive / precise = {figures.modes['comprehensive'].p50_ms / precise.p50_ms:.2f}; "
         f"during ingest p95 / idle p95 = {figures.during_ingest.p95_ms / figures.idle_precise.p95_ms:.2f}"
     )
@@ -403,6 +434,9 @@ def main() -> None:
         "stdio_ratio": round(figures.precise_stdio.p50_ms / figures.bare.p50_ms, 3),
         "search_grpc_p50_ms": round(figures.search_grpc.p50_ms, 2),
         "embed_grpc_p50_ms": round(figures.embed_grpc.p50_ms, 2),
+        "mcp_floor_stdio_p50_ms": round(figures.mcp_floor.p50_ms, 2),
+        "grpc_hop_p50_ms": round(figures.grpc_hop.p50_ms, 2),
+        "floor_ratio": round(floor_ratio(figures), 3),
         "during_ingest_p95_ms": round(figures.during_ingest.p95_ms, 2),
     }))
 
