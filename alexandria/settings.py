@@ -17,6 +17,13 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the OS has one, as in a container)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 class _Env(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="", extra="ignore", case_sensitive=False)
 
@@ -45,7 +52,7 @@ class StoreSettings(_Env):
     @property
     def search_threads(self) -> int:
         """The embedded store's search threads per collection, 0 resolved to the CPUs available."""
-        return self.embedded_search_threads or len(os.sched_getaffinity(0))
+        return self.embedded_search_threads or available_cpus()
 
     @property
     def backend(self) -> Literal["server", "embedded"]:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import threading
 from pathlib import Path
 
 import pytest
 
 from alexandria.errors import FailedPrecondition, Unavailable
+from alexandria.settings import available_cpus
 from alexandria.store import Filter, open_store
 from alexandria.store import schema as f
 from alexandria.store.embedded import EmbeddedStore
@@ -79,7 +79,6 @@ def test_optimize_on_a_thread_beside_queries_and_writes(embedded: EmbeddedStore)
     assert [h.payload["name"] for h in embedded.query_dense(COLLECTION, axis(3), None, limit=1)] == ["letter"]
 
 
-
 def _configured_search_threads(tmp_path: Path) -> int:
     """The search pool size qdrant-edge recorded for the collection (it loads it from there)."""
     return json.loads((tmp_path / "store" / COLLECTION / "edge_config.json").read_text())["max_search_threads"]
@@ -101,5 +100,6 @@ def test_each_collection_searches_with_the_configured_threads_made_or_reopened(t
     finally:
         reopened.close()
 
+
 def test_search_threads_default_to_the_cpus_this_process_may_use(tmp_path: Path) -> None:
-    assert settings_for("embedded", tmp_path).search_threads == len(os.sched_getaffinity(0))
+    assert settings_for("embedded", tmp_path).search_threads == available_cpus()
