@@ -17,8 +17,10 @@ import os
 import sys
 from collections.abc import AsyncIterator
 
-from alexandria.clients import ServiceClient, health_status
-from alexandria.errors import AlexandriaError
+from grpc import aio
+
+from alexandria.clients import ServiceClient, health_status, wait_until_serving
+from alexandria.errors import AlexandriaError, Unavailable
 from alexandria.logs import configure_logging
 from alexandria.progress import progress_bar
 from alexandria.settings import ClientSettings, CommonSettings, GatewaySettings
@@ -49,6 +51,21 @@ async def _follow(events: AsyncIterator, result_field: str):
     return result
 
 
+async def when_ready(name: str, address: str, timeout: float) -> None:
+    """Wait for a service that is up but still starting (it waits for the embedder's model); one that
+    is not running is left to fail at the call, with the message that says so."""
+    if await health_status(address) != "NOT_SERVING":
+        return
+    print(f"waiting for the {name} service to finish starting...", file=sys.stderr, flush=True)
+    try:
+        await wait_until_serving(address, timeout)
+    except (aio.AioRpcError, TimeoutError):
+        raise Unavailable(
+            f"The {name} service did not finish starting within {timeout:.0f} s; "
+            "`alexandria status` shows which service is not SERVING, the stack's log says why."
+        ) from None
+
+
 async def cmd_status(layout: StackLayout) -> int:
     healthy = True
     for name, address in layout.addresses().items():
@@ -65,7 +82,9 @@ async def cmd_status(layout: StackLayout) -> int:
 
 
 async def cmd_ingest(layout: StackLayout, args: argparse.Namespace) -> int:
-    ingest = ServiceClient("ingest", layout.address("ingest"), ingest_pb2_grpc.IngestServiceStub, ClientSettings())
+    settings = ClientSettings()
+    await when_ready("ingest", layout.address("ingest"), settings.embedder_start_wait_s)
+    ingest = ServiceClient("ingest", layout.address("ingest"), ingest_pb2_grpc.IngestServiceStub, settings)
     options = ingest_pb2.IngestOptions(format_preference=args.format)
     try:
         if args.file:
@@ -83,7 +102,9 @@ async def cmd_ingest(layout: StackLayout, args: argparse.Namespace) -> int:
 
 
 async def cmd_query(layout: StackLayout, args: argparse.Namespace) -> int:
-    query = ServiceClient("query", layout.address("query"), query_pb2_grpc.QueryServiceStub, ClientSettings())
+    settings = ClientSettings()
+    await when_ready("query", layout.address("query"), settings.embedder_start_wait_s)
+    query = ServiceClient("query", layout.address("query"), query_pb2_grpc.QueryServiceStub, settings)
     try:
         response = await query.call("Search", query_pb2.SearchRequest(
             query=args.text, limit=args.limit, threshold=args.threshold, guardian="none"))

@@ -1,0 +1,42 @@
+"""The CLI waits for a service that is still starting, and not for one that is not running."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from alexandria.cli import when_ready
+from alexandria.errors import Unavailable
+from alexandria.grpc_server import ServiceServer, build_server
+
+
+@pytest.fixture
+async def starting_service(tmp_path: Path):
+    """A real gRPC server whose health says NOT_SERVING, as a service waiting for the embedder does."""
+    server = build_server("query", f"unix://{tmp_path / 'query.sock'}", lambda _server: None, [])
+    await server.start()
+    yield server
+    await server.stop(grace=0)
+
+
+async def test_waits_for_a_starting_service_until_it_serves(starting_service: ServiceServer, capsys) -> None:
+    async def serve_soon() -> None:
+        await asyncio.sleep(0.3)
+        await starting_service.health.set_serving(True)
+
+    flip = asyncio.create_task(serve_soon())
+    await asyncio.wait_for(when_ready("query", starting_service.address, timeout=30), 10)
+    await flip
+    assert "waiting for the query service to finish starting" in capsys.readouterr().err
+
+
+async def test_a_service_that_never_serves_is_reported_by_name(starting_service: ServiceServer) -> None:
+    with pytest.raises(Unavailable, match="query service did not finish starting within 1 s; `alexandria status`"):
+        await when_ready("query", starting_service.address, timeout=1)
+
+
+async def test_a_service_that_is_not_running_is_not_waited_for(tmp_path: Path, capsys) -> None:
+    await asyncio.wait_for(when_ready("query", f"unix://{tmp_path / 'absent.sock'}", timeout=600), 5)
+    assert capsys.readouterr().err == ""
