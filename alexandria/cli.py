@@ -82,9 +82,9 @@ async def cmd_status(layout: StackLayout) -> int:
 
 
 async def cmd_ingest(layout: StackLayout, args: argparse.Namespace) -> int:
-    settings = ClientSettings()
-    await when_ready("ingest", layout.address("ingest"), settings.embedder_start_wait_s)
-    ingest = ServiceClient("ingest", layout.address("ingest"), ingest_pb2_grpc.IngestServiceStub, settings)
+    settings, address = ClientSettings(), layout.address("ingest")
+    await when_ready("ingest", address, settings.embedder_start_wait_s)
+    ingest = ServiceClient("ingest", address, ingest_pb2_grpc.IngestServiceStub, settings)
     options = ingest_pb2.IngestOptions(format_preference=args.format)
     try:
         if args.file:
@@ -102,9 +102,9 @@ async def cmd_ingest(layout: StackLayout, args: argparse.Namespace) -> int:
 
 
 async def cmd_query(layout: StackLayout, args: argparse.Namespace) -> int:
-    settings = ClientSettings()
-    await when_ready("query", layout.address("query"), settings.embedder_start_wait_s)
-    query = ServiceClient("query", layout.address("query"), query_pb2_grpc.QueryServiceStub, settings)
+    settings, address = ClientSettings(), layout.address("query")
+    await when_ready("query", address, settings.embedder_start_wait_s)
+    query = ServiceClient("query", address, query_pb2_grpc.QueryServiceStub, settings)
     try:
         response = await query.call("Search", query_pb2.SearchRequest(
             query=args.text, limit=args.limit, threshold=args.threshold, guardian="none"))

@@ -379,10 +379,14 @@ async def measure(corpus: Path, scratch: Path, chunks: int, count: int) -> Figur
     )
 
 
+def over_bare(figures: Figures, p50_ms: float) -> float:
+    """A p50 as a multiple of bare's."""
+    return p50_ms / figures.bare.p50_ms
+
+
 def floor_ratio(figures: Figures) -> float:
     """(bare + a tool doing nothing over stdio + two gRPC calls doing nothing) / bare, at p50."""
-    floor = figures.bare.p50_ms + figures.mcp_floor.p50_ms + 2 * figures.grpc_hop.p50_ms
-    return floor / figures.bare.p50_ms
+    return over_bare(figures, figures.bare.p50_ms + figures.mcp_floor.p50_ms + 2 * figures.grpc_hop.p50_ms)
 
 
 def report(figures: Figures) -> str:
@@ -402,8 +406,8 @@ def report(figures: Figures) -> str:
     lines += [f"{name:<34} {lat.p50_ms:>8.2f} {lat.p95_ms:>8.2f} {lat.count:>6}" for name, lat in rows]
     precise = figures.modes["precise"]
     lines.append(
-        f"precise / bare = {precise.p50_ms / figures.bare.p50_ms:.2f} "
-        f"(stdio {figures.precise_stdio.p50_ms / figures.bare.p50_ms:.2f}; floor {floor_ratio(figures):.2f}); "
+        f"precise / bare = {over_bare(figures, precise.p50_ms):.2f} "
+        f"(stdio {over_bare(figures, figures.precise_stdio.p50_ms):.2f}; floor {floor_ratio(figures):.2f}); "
         f"comprehensive / precise = {figures.modes['comprehensive'].p50_ms / precise.p50_ms:.2f}; "
         f"during ingest p95 / idle p95 = {figures.during_ingest.p95_ms / figures.idle_precise.p95_ms:.2f}"
     )
@@ -429,9 +433,9 @@ def main() -> None:
         "contextual_p50_ms": round(figures.modes["contextual"].p50_ms, 2),
         "comprehensive_p50_ms": round(figures.modes["comprehensive"].p50_ms, 2),
         "bare_p50_ms": round(figures.bare.p50_ms, 2),
-        "ratio": round(precise.p50_ms / figures.bare.p50_ms, 3),
+        "ratio": round(over_bare(figures, precise.p50_ms), 3),
         "precise_stdio_p50_ms": round(figures.precise_stdio.p50_ms, 2),
-        "stdio_ratio": round(figures.precise_stdio.p50_ms / figures.bare.p50_ms, 3),
+        "stdio_ratio": round(over_bare(figures, figures.precise_stdio.p50_ms), 3),
         "search_grpc_p50_ms": round(figures.search_grpc.p50_ms, 2),
         "embed_grpc_p50_ms": round(figures.embed_grpc.p50_ms, 2),
         "mcp_floor_stdio_p50_ms": round(figures.mcp_floor.p50_ms, 2),
