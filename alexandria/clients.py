@@ -169,6 +169,11 @@ class EmbedderClient(ServiceClient):
         request = embedder_pb2.EmbedRequest(texts=texts, kind=kind, neighbour_similarities=neighbour_similarities)
         return await self.call("Embed", request, timeout=self.settings.embed_timeout_s)
 
+    async def rerank(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        """Each passage's relevance to `query` in [0, 1], by the embedder's cross-encoder."""
+        response = await self.call("Rerank", embedder_pb2.RerankRequest(query=query, passages=list(passages)))
+        return np.asarray(response.scores, dtype=np.float32)
+
     async def embed_query(self, text: str) -> np.ndarray:
         response = await self.embed([text], kind=embedder_pb2.EMBED_KIND_QUERY)
         return decode_vectors(response)[0]

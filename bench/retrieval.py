@@ -1,18 +1,27 @@
-"""Retrieval quality of alexandria_query per search mode: recall@5 and MRR@10 over the shared corpus.
+"""Retrieval quality of alexandria_query: does the passage that answers a question come back, and how high?
 
-    .venv/bin/python bench/retrieval.py [--corpus ../shared/corpus] [--scratch bench/out/retrieval]
+    .venv/bin/python bench/retrieval.py [--model PATH_OR_PACKAGE ...] [--no-gateway]
+                                        [--corpus ../shared/corpus] [--scratch bench/out/retrieval]
 
-1. The books of bench/retrieval_questions.yaml are ingested into a scratch embedded store, once:
-   the store is kept between runs and only missing books are ingested (`ingest_corpus`: the ingest
-   pipeline, `services.ingest.pipeline.BookIngestor`, with its default chunking).
+Questions: bench/retrieval_questions/*.yaml (bench/questions.py says what makes one sound), split by
+book into a tuning half and a check half. Tune on the tuning half only; the check half is the score.
+
+1. For each model (`--model`, repeatable; default: the embedder's default model), the books of the
+   question set are ingested into a scratch embedded store of that model's own, once: the store is
+   kept between runs and only missing books are ingested (the ingest pipeline, default chunking).
 2. Every question is asked through the query domain (`services.query.search.Searcher`, no gRPC in
-   front of it; the query vector comes from an in-process embedder server) in each search mode,
-   at threshold 0 so that ranking alone is measured, and again at the default threshold to count
-   the questions left with no answer at all.
+   front; the query vector comes from an in-process embedder server) in each search mode, at the
+   tool's default threshold and at threshold 0, with limit MAX_LIMIT. The default limit's results
+   are the first DEFAULT_LIMIT of those (the candidate pool does not depend on the limit).
+3. With the default model, every question is then asked again through the gateway, as an MCP client
+   would (the stack as `alexandria up` runs it, on the same store; `alexandria_query` with every
+   argument at its default): the same figures, and the query's p50 through the gateway.
 
 A question is answered at rank r when the r-th result comes from its book and contains its phrase
-(case and spacing aside). Semantic (dense only) is the baseline the other modes are compared to.
-The last line is JSON: {"semantic": {"recall@5", "mrr@10", "answered@0.5"}, "lexical": ..., "hybrid": ...}.
+(case and spacing aside); `empty` counts questions answered with no passage at all.
+The last line is JSON: check.recall@5, check.mrr@10, check.empty, tuning.recall@5 (default model,
+default mode, the tool's defaults, in process), the same under "threshold0", under "gateway" (with
+p50_ms), and every model/mode/threshold row under "rows".
 """
 
 from __future__ import annotations
@@ -22,17 +31,22 @@ import asyncio
 import json
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import yaml
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from questions import DEFAULT_CORPUS, SPLITS, Question, book_file, contains_phrase, load_books, load_questions
 
 from alexandria.clients import EmbedderClient
 from alexandria.logs import configure_logging
@@ -43,68 +57,46 @@ from services.embedder import server as embedder_server
 from services.ingest.documents import ChunkingParams
 from services.ingest.extract import extract_book
 from services.ingest.pipeline import BookFile, BookIngestor, content_key
-from services.query.search import DEFAULT_THRESHOLD, Passage, Searcher, SearchMode, SearchQuery
+from services.query.search import (
+    DEFAULT_LIMIT,
+    DEFAULT_THRESHOLD,
+    MAX_LIMIT,
+    Passage,
+    Searcher,
+    SearchMode,
+    SearchQuery,
+)
 from services.query.server import EmbedderQueryEncoder
 
-QUESTIONS_FILE = Path(__file__).resolve().parent / "retrieval_questions.yaml"
-DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus"
+__all__ = ["DEFAULT_CORPUS", "book_file", "embedder_service", "ingest_corpus", "ingested_file_names",
+           "load_questions", "store_settings"]
+
 DEFAULT_SCRATCH = ROOT / "bench" / "out" / "retrieval"
 COLLECTION = "retrieval_bench"
-RECALL_AT = 5
+RECALL_AT = (1, 5, 10, 20)
 MRR_AT = 10
-# Calibre keeps one folder per book, "<Title> (<id>)"; this is the format ingest prefers.
-FORMAT_PREFERENCE = (".epub", ".pdf")
-MODES = (SearchMode.SEMANTIC, SearchMode.LEXICAL, SearchMode.HYBRID)
+MODES = (SearchMode.HYBRID, SearchMode.SEMANTIC, SearchMode.LEXICAL)
+THRESHOLDS = {"default": DEFAULT_THRESHOLD, "threshold0": 0.0}
 UNLIMITED_BUDGET = 10**9
+DEFAULT_MODEL = "default"
 
 log = logging.getLogger("bench.retrieval")
 
 
-@dataclass(frozen=True)
-class Question:
-    book: int | str  # Calibre id, or a file name under corpus/local-files
-    kind: str        # "name" or "paraphrase"
-    question: str
-    phrase: str
-
-
-def load_questions(path: Path = QUESTIONS_FILE) -> list[Question]:
-    return [Question(**entry) for entry in yaml.safe_load(path.read_text(encoding="utf-8"))["questions"]]
-
-
-def normalise(text: str) -> str:
-    """Case and spacing aside: what 'the phrase appears in the text' compares."""
-    return " ".join(text.casefold().split())
-
-
-def contains_phrase(text: str, phrase: str) -> bool:
-    return normalise(phrase) in normalise(text)
-
-
-def book_file(corpus: Path, book: int | str) -> Path:
-    """The file a question's book is read from: Calibre's EPUB (else PDF), or a loose local file."""
-    if isinstance(book, str):
-        return corpus / "local-files" / book
-    for folder in sorted((corpus / "calibre-library").glob(f"*/* ({book})")):
-        for suffix in FORMAT_PREFERENCE:
-            found = sorted(folder.glob(f"*{suffix}"))
-            if found:
-                return found[0]
-    raise FileNotFoundError(f"no EPUB or PDF of Calibre book {book} under {corpus / 'calibre-library'}")
-
-
-def is_from_book(passage: Passage, book: int | str) -> bool:
+def is_from_book(file_path: str, calibre_id: int | None, book: int | str) -> bool:
     """Whether a result comes from the question's book, however it was ingested (Calibre id or path)."""
-    path = Path(passage.file_path)
+    path = Path(file_path)
     if isinstance(book, str):
-        return path.name == book
-    return passage.calibre_id == book or path.parent.name.endswith(f"({book})")
+        return path.name == Path(book).name
+    return calibre_id == book or path.parent.name.endswith(f"({book})")
 
 
 def answer_rank(results: Sequence[Passage], question: Question) -> int | None:
     """0-based rank of the first result that answers the question, None when none does."""
     for rank, passage in enumerate(results):
-        if is_from_book(passage, question.book) and contains_phrase(passage.text, question.phrase):
+        if is_from_book(passage.file_path, passage.calibre_id, question.book) and contains_phrase(
+            passage.text, question.phrase
+        ):
             return rank
     return None
 
@@ -114,12 +106,14 @@ def store_settings(scratch: Path) -> StoreSettings:
 
 
 @asynccontextmanager
-async def embedder_service(scratch: Path) -> AsyncIterator[EmbedderClient]:
-    """The real embedder server (default model) in this process, on a unix socket in the scratch dir."""
-    server = embedder_server.create_server(EmbedderSettings(embedder_listen=f"unix://{scratch / 'embedder.sock'}"))
+async def embedder_service(scratch: Path, model: str | None = None) -> AsyncIterator[EmbedderClient]:
+    """The real embedder server (`model`, else the default) in this process, on a unix socket in `scratch`."""
+    settings = EmbedderSettings(embedder_listen=f"unix://{scratch.resolve() / 'embedder.sock'}", embedder_model=model)
+    server = embedder_server.create_server(settings)
     await server.start()
     client = EmbedderClient(server.address, ClientSettings())
     try:
+        await client.wait_until_ready()
         yield client
     finally:
         await client.close()
@@ -158,85 +152,196 @@ def local_book_file(path: Path) -> BookFile:
 
 
 @dataclass(frozen=True)
-class ModeScore:
-    recall: float
+class Answer:
+    """Where one question's answer came back, for one configuration."""
+
+    question: Question
+    rank: int | None   # 0-based rank in the results, None when not among them
+    returned: int      # how many passages came back
+
+
+@dataclass(frozen=True)
+class Scores:
+    recall: dict[int, float]
     mrr: float
-    answered_at_default: float
-    by_kind: dict[str, tuple[float, float]]  # kind -> (recall, mrr)
+    empty: int
+    questions: int
+
+    @classmethod
+    def of(cls, answers: Sequence[Answer], limit: int = MAX_LIMIT) -> Scores:
+        n = max(1, len(answers))
+        ranks = [a.rank for a in answers]
+        return cls(
+            recall={k: sum(r is not None and r < k for r in ranks) / n for k in RECALL_AT if k <= limit},
+            mrr=sum(1 / (r + 1) for r in ranks if r is not None and r < MRR_AT) / n,
+            empty=sum(a.returned == 0 for a in answers),
+            questions=len(answers),
+        )
+
+    def as_dict(self) -> dict[str, float]:
+        return {**{f"recall@{k}": round(v, 4) for k, v in self.recall.items()}, "mrr@10": round(self.mrr, 4),
+                "empty": self.empty, "questions": self.questions}
 
 
-async def evaluate(searcher: Searcher, questions: Sequence[Question], mode: SearchMode) -> ModeScore:
-    ranks: list[int | None] = []
-    answered = 0
+def by_split(answers: Sequence[Answer], limit: int = MAX_LIMIT) -> dict[str, Scores]:
+    return {split: Scores.of([a for a in answers if a.question.split == split], limit) for split in SPLITS}
+
+
+async def ask_all(searcher: Searcher, questions: Sequence[Question], mode: SearchMode, threshold: float) -> list[Answer]:
+    answers = []
     for q in questions:
-        ranked = await searcher.search(
-            SearchQuery(q.question, COLLECTION, limit=MRR_AT, threshold=0.0, search_mode=mode), UNLIMITED_BUDGET
+        outcome = await searcher.search(
+            SearchQuery(q.question, COLLECTION, limit=MAX_LIMIT, threshold=threshold, search_mode=mode), UNLIMITED_BUDGET
         )
-        ranks.append(answer_rank(ranked.results, q))
-        at_default = await searcher.search(
-            SearchQuery(q.question, COLLECTION, limit=RECALL_AT, threshold=DEFAULT_THRESHOLD, search_mode=mode),
-            UNLIMITED_BUDGET,
-        )
-        answered += bool(at_default.results)
-
-    def score(selected: list[int | None]) -> tuple[float, float]:
-        recall = sum(r is not None and r < RECALL_AT for r in selected) / len(selected)
-        mrr = sum(1 / (r + 1) for r in selected if r is not None and r < MRR_AT) / len(selected)
-        return recall, mrr
-
-    recall, mrr = score(ranks)
-    kinds = sorted({q.kind for q in questions})
-    by_kind = {k: score([r for r, q in zip(ranks, questions, strict=True) if q.kind == k]) for k in kinds}
-    return ModeScore(recall, mrr, answered / len(questions), by_kind)
+        answers.append(Answer(q, answer_rank(outcome.results, q), len(outcome.results)))
+    return answers
 
 
-async def run(corpus: Path, scratch: Path) -> dict[SearchMode, ModeScore]:
-    questions = load_questions()
-    files = sorted({book_file(corpus, q.book) for q in questions})
+def model_slug(model: str | None) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(model).name if model else DEFAULT_MODEL)
+
+
+@dataclass
+class ModelRun:
+    model: str
+    answers: dict[tuple[SearchMode, str], list[Answer]]
+    ingest_s: float
+    store_bytes: int
+    books: int
+
+
+async def evaluate_model(corpus: Path, scratch: Path, model: str | None, questions: Sequence[Question]) -> ModelRun:
     scratch.mkdir(parents=True, exist_ok=True)
+    files = sorted({book_file(corpus, q.book) for q in questions})
     store = open_store(store_settings(scratch))
+    ingest_s = 0.0
     try:
-        async with embedder_service(scratch) as embedder:
+        async with embedder_service(scratch, model) as embedder:
+            name = (await embedder.model_info()).name
             missing = [p for p in files if p.name not in ingested_file_names(store, COLLECTION)]
             if missing:
-                log.info("ingesting %d of %d books into %s", len(missing), len(files), scratch)
+                log.info("%s: ingesting %d of %d books into %s", name, len(missing), len(files), scratch)
+                started = time.perf_counter()
                 await ingest_corpus(store, embedder, missing, COLLECTION)
+                ingest_s = time.perf_counter() - started
             await asyncio.to_thread(store.optimize, COLLECTION)
             searcher = Searcher(store, EmbedderQueryEncoder(embedder))
-            return {mode: await evaluate(searcher, questions, mode) for mode in MODES}
+            answers = {
+                (mode, label): await ask_all(searcher, questions, mode, threshold)
+                for mode in MODES for label, threshold in THRESHOLDS.items()
+            }
     finally:
         store.close()
+    store_bytes = sum(p.stat().st_size for p in (scratch / "store").rglob("*") if p.is_file())
+    return ModelRun(name, answers, ingest_s, store_bytes, len(files))
 
 
-def report(scores: dict[SearchMode, ModeScore], questions: int) -> str:
-    kinds = sorted(next(iter(scores.values())).by_kind)
-    header = f"{'mode':<10} {'recall@5':>9} {'MRR@10':>8} {'answered@0.5':>13}" + "".join(
-        f" {k + ' R@5':>15} {k + ' MRR':>15}" for k in kinds
+async def ask_through_gateway(corpus: Path, scratch: Path, questions: Sequence[Question]) -> tuple[list[Answer], list[float]]:
+    """Every question through a real MCP client and the stack on `scratch`'s store, tool defaults."""
+    from mcp import Client
+
+    from tests.e2e.stack import start_stack
+
+    stack = await asyncio.to_thread(
+        start_stack, scratch, corpus / "calibre-library", corpus / "local-files", {"QDRANT_COLLECTION": COLLECTION}
     )
-    lines = [f"{questions} questions, {RECALL_AT=}, {MRR_AT=}; semantic is the baseline", header]
-    for mode, s in scores.items():
-        lines.append(
-            f"{mode.value:<10} {s.recall:>9.3f} {s.mrr:>8.3f} {s.answered_at_default:>13.3f}"
-            + "".join(f" {s.by_kind[k][0]:>15.3f} {s.by_kind[k][1]:>15.3f}" for k in kinds)
-        )
+    answers, seconds = [], []
+    try:
+        async with Client(stack.mcp_url) as client:
+            for q in questions:
+                started = time.perf_counter()
+                result = await client.call_tool("alexandria_query", {"query": q.question})
+                seconds.append(time.perf_counter() - started)
+                if result.is_error:
+                    raise SystemExit(f"alexandria_query failed on {q.question!r}: {result.content}")
+                passages = (result.structured_content or {}).get("results", [])
+                rank = next(
+                    (i for i, p in enumerate(passages)
+                     if is_from_book(p.get("file_path", ""), p.get("calibre_id"), q.book)
+                     and contains_phrase(p.get("text", ""), q.phrase)),
+                    None,
+                )
+                answers.append(Answer(q, rank, len(passages)))
+    finally:
+        await asyncio.to_thread(stack.stop)
+    return answers, seconds
+
+
+def table(title: str, rows: dict[str, dict[str, Scores]]) -> str:
+    """One line per row: recall@k, MRR@10 and empty questions of each half."""
+    columns = [f"{split} {name}" for split in SPLITS for name in ("R@1", "R@5", "R@10", "R@20", "MRR", "empty")]
+    lines = [title, f"{'':<34}" + "".join(f"{c:>12}" for c in columns)]
+    for label, halves in rows.items():
+        cells = []
+        for split in SPLITS:
+            s = halves[split]
+            cells += [f"{s.recall.get(k, float('nan')):.3f}" for k in RECALL_AT] + [f"{s.mrr:.3f}", f"{s.empty}"]
+        lines.append(f"{label:<34}" + "".join(f"{c:>12}" for c in cells))
     return "\n".join(lines)
+
+
+def per_book(answers: Sequence[Answer]) -> str:
+    lines = ["by book (default mode, threshold 0): questions, recall@5, MRR@10"]
+    titles = {b.book: (b.title, b.split) for b in load_books()}
+    for book, (title, split) in titles.items():
+        mine = [a for a in answers if a.question.book == book]
+        s = Scores.of(mine)
+        lines.append(f"  {split:<7} {title[:40]:<40} {len(mine):>4} {s.recall[5]:>7.3f} {s.mrr:>7.3f}")
+    return "\n".join(lines)
+
+
+def summary(halves: dict[str, Scores]) -> dict[str, Any]:
+    return {"check.recall@5": round(halves["check"].recall[5], 4), "check.mrr@10": round(halves["check"].mrr, 4),
+            "check.empty": halves["check"].empty, "tuning.recall@5": round(halves["tuning"].recall[5], 4),
+            "tuning.mrr@10": round(halves["tuning"].mrr, 4), "tuning.empty": halves["tuning"].empty}
+
+
+async def run(corpus: Path, scratch: Path, models: Sequence[str | None], gateway: bool) -> dict[str, Any]:
+    questions = load_questions()
+    runs = [await evaluate_model(corpus, scratch / model_slug(m), m, questions) for m in models]
+    rows: dict[str, dict[str, Scores]] = {}
+    for model_run in runs:
+        for (mode, label), answers in model_run.answers.items():
+            limit = DEFAULT_LIMIT if label == "default" else MAX_LIMIT
+            rows[f"{model_run.model[:18]} {mode.value} {label}"] = by_split(
+                [Answer(a.question, a.rank if a.rank is None or a.rank < limit else None, min(a.returned, limit))
+                 for a in answers] if label == "default" else answers,
+                limit,
+            )
+    first = runs[0]
+    print(table(f"{len(questions)} questions; 'default' = the tool's defaults (limit {DEFAULT_LIMIT}, threshold "
+                f"{DEFAULT_THRESHOLD}), 'threshold0' = limit {MAX_LIMIT}, threshold 0", rows))
+    print(per_book(first.answers[(SearchMode.HYBRID, "threshold0")]))
+    for model_run in runs:
+        print(f"{model_run.model}: {model_run.books} books, store {model_run.store_bytes / 1e6:.1f} MB "
+              f"({model_run.store_bytes / model_run.books / 1e6:.2f} MB a book)"
+              + (f", ingested in {model_run.ingest_s:.0f} s" if model_run.ingest_s else ""))
+    result: dict[str, Any] = {
+        **summary(rows[f"{first.model[:18]} hybrid default"]),
+        "threshold0": summary(rows[f"{first.model[:18]} hybrid threshold0"]),
+        "rows": {label: {split: s.as_dict() for split, s in halves.items()} for label, halves in rows.items()},
+    }
+    if gateway:
+        answers, seconds = await ask_through_gateway(corpus, scratch / model_slug(models[0]), questions)
+        through = by_split(answers, DEFAULT_LIMIT)
+        p50 = float(np.percentile(np.asarray(seconds) * 1000, 50))
+        print(table(f"through the gateway (MCP client, tool defaults): p50 {p50:.1f} ms", {"gateway": through}))
+        result["gateway"] = {**summary(through), "p50_ms": round(p50, 2)}
+    return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--scratch", type=Path, default=DEFAULT_SCRATCH, help="kept between runs")
+    parser.add_argument("--model", action="append", help="EMBEDDER_MODEL values to compare (default: the default)")
+    parser.add_argument("--no-gateway", action="store_true", help="skip the pass through the MCP gateway")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     configure_logging("bench.retrieval", "WARNING")
     log.setLevel(logging.INFO)
-    scores = asyncio.run(run(args.corpus, args.scratch))
-    print(report(scores, len(load_questions())))
-    print(json.dumps({
-        mode.value: {"recall@5": round(s.recall, 4), "mrr@10": round(s.mrr, 4),
-                     "answered@0.5": round(s.answered_at_default, 4)}
-        for mode, s in scores.items()
-    }))
+    result = asyncio.run(run(args.corpus, args.scratch.resolve(), args.model or [None], not args.no_gateway))
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

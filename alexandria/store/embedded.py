@@ -243,15 +243,20 @@ class EmbeddedStore:
         ]
         return self._query(collection, edge.Fusion.Rrf(k=_RRF_K), where, limit, prefetches)
 
-    def similarities(self, collection: str, ids: list[str], vector: np.ndarray, using: str) -> dict[str, float]:
-        """The cosine of `vector` to each point's `using` vector (MaxSim for SENTENCES), by the engine."""
+    def similarities(
+        self, collection: str, ids: list[str], vector: np.ndarray | SparseVector, using: str
+    ) -> dict[str, float]:
+        """The score of each point's `using` vector for `vector`, by the engine (see the protocol)."""
         if not ids:
             return {}
-        query = dense_list(vector)
+        if isinstance(vector, SparseVector):
+            query: Any = _to_edge_sparse(vector)
+        else:
+            query = [dense_list(vector)] if using == SENTENCES else dense_list(vector)
         points = self._shard(collection).query(
             edge.QueryRequest(
                 limit=len(ids),
-                query=edge.Query.Nearest([query] if using == SENTENCES else query, using=using),
+                query=edge.Query.Nearest(query, using=using),
                 filter=edge.Filter(must=[edge.HasIdCondition(set(ids))]),
                 with_payload=False,
                 with_vector=False,

@@ -176,9 +176,13 @@ class Store(Protocol):
     ) -> list[Hit]:
         """One engine query: dense and sparse prefetches fused with RRF."""
 
-    def similarities(self, collection: str, ids: list[str], vector: np.ndarray, using: str) -> dict[str, float]:
-        """The cosine of `vector` to each given point's `using` vector, computed by the engine; for a
-        multivector (SENTENCES), to its best-matching vector (MaxSim). Points without it are left out."""
+    def similarities(
+        self, collection: str, ids: list[str], vector: np.ndarray | SparseVector, using: str
+    ) -> dict[str, float]:
+        """The score of each given point's `using` vector for the query `vector`, computed by the engine:
+        the cosine for DENSE, the cosine of the best-matching sentence for SENTENCES (MaxSim), the
+        BM25 score (with the collection's IDF) for SPARSE and a sparse `vector`. Points without that
+        vector, or with no score (no query word, for SPARSE), are left out."""
 
     def optimize(self, collection: str) -> None:
         """Build indexes now (embedded: HNSW; server: no-op, the server optimises by itself)."""

@@ -252,15 +252,20 @@ class ServerStore:
             collection, where, limit, query=models.FusionQuery(fusion=models.Fusion.RRF), prefetch=prefetch
         )
 
-    def similarities(self, collection: str, ids: list[str], vector: np.ndarray, using: str) -> dict[str, float]:
-        """The cosine of `vector` to each point's `using` vector (MaxSim for SENTENCES), by the engine."""
+    def similarities(
+        self, collection: str, ids: list[str], vector: np.ndarray | SparseVector, using: str
+    ) -> dict[str, float]:
+        """The score of each point's `using` vector for `vector`, by the engine (see the protocol)."""
         if not ids:
             return {}
-        query = dense_list(vector)
+        if isinstance(vector, SparseVector):
+            query: Any = _to_qdrant_sparse(vector)
+        else:
+            query = [dense_list(vector)] if using == SENTENCES else dense_list(vector)
         with self._errors(self._require(collection)):
             response = self._client.query_points(
                 collection,
-                query=[query] if using == SENTENCES else query,
+                query=query,
                 using=using,
                 query_filter=models.Filter(must=[models.HasIdCondition(has_id=ids)]),
                 limit=len(ids),

@@ -21,20 +21,22 @@ class GetModelInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ModelInfo(_message.Message):
-    __slots__ = ("name", "dimension", "max_seq_length", "device", "normalized", "dtype")
+    __slots__ = ("name", "dimension", "max_seq_length", "device", "normalized", "dtype", "reranker")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DIMENSION_FIELD_NUMBER: _ClassVar[int]
     MAX_SEQ_LENGTH_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     NORMALIZED_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
+    RERANKER_FIELD_NUMBER: _ClassVar[int]
     name: str
     dimension: int
     max_seq_length: int
     device: str
     normalized: bool
     dtype: str
-    def __init__(self, name: _Optional[str] = ..., dimension: _Optional[int] = ..., max_seq_length: _Optional[int] = ..., device: _Optional[str] = ..., normalized: _Optional[bool] = ..., dtype: _Optional[str] = ...) -> None: ...
+    reranker: str
+    def __init__(self, name: _Optional[str] = ..., dimension: _Optional[int] = ..., max_seq_length: _Optional[int] = ..., device: _Optional[str] = ..., normalized: _Optional[bool] = ..., dtype: _Optional[str] = ..., reranker: _Optional[str] = ...) -> None: ...
 
 class EmbedRequest(_message.Message):
     __slots__ = ("texts", "kind", "sequence", "neighbour_similarities")
@@ -65,3 +67,19 @@ class EmbedResponse(_message.Message):
     sequence: int
     neighbour_similarities: _containers.RepeatedScalarFieldContainer[float]
     def __init__(self, vectors: _Optional[bytes] = ..., count: _Optional[int] = ..., dimension: _Optional[int] = ..., truncated: _Optional[int] = ..., model: _Optional[str] = ..., sequence: _Optional[int] = ..., neighbour_similarities: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class RerankRequest(_message.Message):
+    __slots__ = ("query", "passages")
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    PASSAGES_FIELD_NUMBER: _ClassVar[int]
+    query: str
+    passages: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, query: _Optional[str] = ..., passages: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RerankResponse(_message.Message):
+    __slots__ = ("scores", "reranker")
+    SCORES_FIELD_NUMBER: _ClassVar[int]
+    RERANKER_FIELD_NUMBER: _ClassVar[int]
+    scores: _containers.RepeatedScalarFieldContainer[float]
+    reranker: str
+    def __init__(self, scores: _Optional[_Iterable[float]] = ..., reranker: _Optional[str] = ...) -> None: ...

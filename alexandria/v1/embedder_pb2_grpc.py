@@ -50,6 +50,11 @@ class EmbedderServiceStub:
                 request_serializer=alexandria_dot_v1_dot_embedder__pb2.EmbedRequest.SerializeToString,
                 response_deserializer=alexandria_dot_v1_dot_embedder__pb2.EmbedResponse.FromString,
                 _registered_method=True)
+        self.Rerank = channel.unary_unary(
+                '/alexandria.v1.EmbedderService/Rerank',
+                request_serializer=alexandria_dot_v1_dot_embedder__pb2.RerankRequest.SerializeToString,
+                response_deserializer=alexandria_dot_v1_dot_embedder__pb2.RerankResponse.FromString,
+                _registered_method=True)
 
 
 class EmbedderServiceServicer:
@@ -76,6 +81,14 @@ class EmbedderServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Rerank(self, request, context):
+        """Scores each passage's relevance to the query with the cross-encoder (EMBEDDER_RERANKER_MODEL);
+        FAILED_PRECONDITION when none is configured (ModelInfo.reranker is empty then).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_EmbedderServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -93,6 +106,11 @@ def add_EmbedderServiceServicer_to_server(servicer, server):
                     servicer.EmbedStream,
                     request_deserializer=alexandria_dot_v1_dot_embedder__pb2.EmbedRequest.FromString,
                     response_serializer=alexandria_dot_v1_dot_embedder__pb2.EmbedResponse.SerializeToString,
+            ),
+            'Rerank': grpc.unary_unary_rpc_method_handler(
+                    servicer.Rerank,
+                    request_deserializer=alexandria_dot_v1_dot_embedder__pb2.RerankRequest.FromString,
+                    response_serializer=alexandria_dot_v1_dot_embedder__pb2.RerankResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -177,6 +195,33 @@ class EmbedderService:
             '/alexandria.v1.EmbedderService/EmbedStream',
             alexandria_dot_v1_dot_embedder__pb2.EmbedRequest.SerializeToString,
             alexandria_dot_v1_dot_embedder__pb2.EmbedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Rerank(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/alexandria.v1.EmbedderService/Rerank',
+            alexandria_dot_v1_dot_embedder__pb2.RerankRequest.SerializeToString,
+            alexandria_dot_v1_dot_embedder__pb2.RerankResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -206,8 +206,8 @@ def _name_from_path(path: Path) -> str:
     return path.name
 
 
-def resolve_model_source(spec: str | None) -> ModelSource:
-    """Find the model `EMBEDDER_MODEL` names: a folder, or an installed package with `get_model_path()`.
+def resolve_model_source(spec: str | None, variable: str = "EMBEDDER_MODEL") -> ModelSource:
+    """Find the model `variable` names: a folder, or an installed package with `get_model_path()`.
 
     Raises FailedPrecondition, naming what was looked for, when the model is not on this machine.
     """
@@ -217,31 +217,31 @@ def resolve_model_source(spec: str | None) -> ModelSource:
         path = candidate.resolve()
         return ModelSource(path=path, name=_name_from_path(path))
     never_downloaded = (
-        "Models are never downloaded: put the model's folder on this machine and point EMBEDDER_MODEL at it, "
+        f"Models are never downloaded: put the model's folder on this machine and point {variable} at it, "
         "or install a package that ships it."
     )
     if os.sep in spec or spec.startswith((".", "~")):
         raise FailedPrecondition(
-            f"EMBEDDER_MODEL={spec!r}: no model folder at {candidate}. {never_downloaded}"
+            f"{variable}={spec!r}: no model folder at {candidate}. {never_downloaded}"
         )
     module_name = spec.replace("-", "_")
     try:
         module = importlib.import_module(module_name)
     except ImportError:
         raise FailedPrecondition(
-            f"EMBEDDER_MODEL={spec!r} is neither a folder nor an installed Python package ({module_name}). "
+            f"{variable}={spec!r} is neither a folder nor an installed Python package ({module_name}). "
             f"{never_downloaded}"
         ) from None
     get_model_path = getattr(module, "get_model_path", None)
     if not callable(get_model_path):
         raise FailedPrecondition(
-            f"EMBEDDER_MODEL={spec!r}: the package {module_name} has no get_model_path(); "
-            "point EMBEDDER_MODEL at the model's folder instead."
+            f"{variable}={spec!r}: the package {module_name} has no get_model_path(); "
+            f"point {variable} at the model's folder instead."
         )
     path = Path(get_model_path())
     if not path.is_dir():
         raise FailedPrecondition(
-            f"EMBEDDER_MODEL={spec!r}: the package {module_name} points at {path}, which does not exist; "
+            f"{variable}={spec!r}: the package {module_name} points at {path}, which does not exist; "
             "reinstall the package."
         )
     return ModelSource(path=path, name=module_name.replace("_", "-"))

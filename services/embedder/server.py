@@ -23,7 +23,7 @@ from functools import partial
 import torch
 from grpc import aio
 
-from alexandria.errors import InvalidArgument, Unavailable
+from alexandria.errors import FailedPrecondition, InvalidArgument, Unavailable
 from alexandria.grpc_server import ServiceServer, build_server
 from alexandria.settings import EmbedderSettings
 from alexandria.v1 import embedder_pb2, embedder_pb2_grpc
@@ -37,6 +37,7 @@ from services.embedder.model import (
     resolve_device,
     resolve_model_source,
 )
+from services.embedder.reranker import Reranker, load_reranker
 from services.embedder.threads import worker_setup
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,8 @@ SERVICE_NAME = embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"].full_
 
 # 4096 vectors of 1024 float32 dimensions are 16 MiB, well inside the 64 MiB message limit.
 MAX_TEXTS_PER_REQUEST = 4096
+# A search reranks tens of candidates; a cross-encoder pass over each is the cost that bounds this.
+MAX_RERANK_PASSAGES = 256
 
 _KINDS = {
     embedder_pb2.EMBED_KIND_UNSPECIFIED: EmbedKind.PASSAGE,
@@ -62,6 +65,7 @@ GPU_BULK_WORKERS = 2
 class _Ready:
     model: EmbeddingModel
     lanes: dict[EmbedKind, MicroBatcher]
+    reranker: Reranker | None = None
 
 
 class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
@@ -70,9 +74,12 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
     def __init__(self) -> None:
         self._ready: _Ready | None = None
 
-    def ready(self, model: EmbeddingModel, lanes: dict[EmbedKind, MicroBatcher]) -> None:
-        """Start answering with this (loaded, warmed-up) model, one lane per kind of text."""
-        self._ready = _Ready(model, lanes)
+    def ready(
+        self, model: EmbeddingModel, lanes: dict[EmbedKind, MicroBatcher], reranker: Reranker | None = None
+    ) -> None:
+        """Start answering with this (loaded, warmed-up) model, one lane per kind of text, and the
+        cross-encoder if one is configured."""
+        self._ready = _Ready(model, lanes, reranker)
 
     async def close(self) -> None:
         """Stop answering and fail what is still queued."""
@@ -96,7 +103,26 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
             device=model.device,
             normalized=True,
             dtype=model.dtype,
+            reranker=self._ready.reranker.name if self._ready.reranker else "",
         )
+
+    async def Rerank(
+        self, request: embedder_pb2.RerankRequest, context: aio.ServicerContext
+    ) -> embedder_pb2.RerankResponse:
+        reranker = self._require_ready().reranker
+        if reranker is None:
+            raise FailedPrecondition(
+                "No reranker is configured on this embedder; set EMBEDDER_RERANKER_MODEL to a CrossEncoder "
+                "model folder, or rank without one."
+            )
+        if not request.query.strip():
+            raise InvalidArgument("Rerank needs a query: the question the passages are scored against.")
+        if len(request.passages) > MAX_RERANK_PASSAGES:
+            raise InvalidArgument(
+                f"{len(request.passages)} passages in one Rerank; the limit is {MAX_RERANK_PASSAGES}."
+            )
+        scores = await asyncio.to_thread(reranker.score, request.query, list(request.passages))
+        return embedder_pb2.RerankResponse(scores=scores.tolist(), reranker=reranker.name)
 
     async def Embed(
         self, request: embedder_pb2.EmbedRequest, context: aio.ServicerContext
@@ -178,6 +204,14 @@ def create_server(settings: EmbedderSettings, model: EmbeddingModel | None = Non
     async def load_and_warm_up() -> None:
         started = time.perf_counter()
         loaded = await _in_a_passing_thread(load)
+        reranker = None
+        if settings.embedder_reranker_model:
+            reranker = await asyncio.to_thread(
+                load_reranker,
+                resolve_model_source(settings.embedder_reranker_model, "EMBEDDER_RERANKER_MODEL"),
+                loaded.device.split(":")[0],
+            )
+            await asyncio.to_thread(reranker.score, WARM_UP_TEXTS[1], WARM_UP_TEXTS)
         merge_wait_s = (
             loaded.pass_cost.fixed_s if settings.embedder_batch_wait_ms is None else settings.embedder_batch_wait_ms / 1000
         )
@@ -202,7 +236,7 @@ def create_server(settings: EmbedderSettings, model: EmbeddingModel | None = Non
         for kind, lane in lanes.items():
             lane.start()
             await lane.embed(loaded.with_prefix(WARM_UP_TEXTS, kind))
-        servicer.ready(loaded, lanes)
+        servicer.ready(loaded, lanes, reranker)
         await server.health.set_serving(True)
         log.info(
             "serving %s on %s (ready in %.1f s; bursts merge with gaps up to %.1f ms)",

@@ -1,0 +1,188 @@
+"""The retrieval question set: one YAML file a book under bench/retrieval_questions/, and its checks.
+
+Each file names its book, the half it belongs to (`tuning` or `check`, fixed by book, so that
+nothing tuned on one book's questions can leak into the other half) and its questions:
+
+    book: 1                      # a Calibre id of corpus/calibre-library, or a path under corpus/local-files
+    title: Pride and Prejudice
+    split: tuning
+    questions:
+      - question: What does everyone assume a rich single man must be looking for?
+        phrase: must be in want of a wife
+
+A returned passage answers a question when it comes from the question's book and contains its
+`phrase` (case and spacing aside). A sound question:
+- has a phrase that occurs exactly once in the text ingest extracts from the book, so a hit is
+  the one passage meant, and of at least MIN_PHRASE_WORDS words;
+- is asked in other words than the book's: no run of RUN_WORDS consecutive content words (stop
+  words aside) of the question occurs in the book's text around the phrase (PASSAGE_MARGIN_CHARS
+  on each side, about a chunk).
+
+    .venv/bin/python bench/questions.py [FILE ...]    # prints every unsound question; exit 1 if any
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+QUESTIONS_DIR = Path(__file__).resolve().parent / "retrieval_questions"
+DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus"
+SPLITS = ("tuning", "check")
+# Books kept for checks on text the project has never seen: no question may come from them.
+HELD_OUT_TITLES = ("king lear", "twelfth night", "mansfield park", "northanger abbey", "moby-dick", "moby dick")
+# Calibre keeps one folder per book, "<Title> (<id>)"; this is the format ingest prefers.
+FORMAT_PREFERENCE = (".epub", ".pdf")
+MIN_PHRASE_WORDS = 3
+RUN_WORDS = 3
+PASSAGE_MARGIN_CHARS = 800
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+STOP_WORDS = frozenset(
+    # English
+    "a about above after again against all am an and any are as at be because been before being below between "
+    "both but by can could did do does doing down during each few for from further had has have having he her "
+    "here hers herself him himself his how i if in into is it its itself just me more most my myself no nor not "
+    "now of off on once only or other our ours ourselves out over own same she should so some such than that the "
+    "their theirs them themselves then there these they this those through to too under until up very was we "
+    "were what when where which while who whom why will with would you your yours yourself yourselves upon shall "
+    "may might must thee thou thy thine ye hath doth o oh "
+    # German
+    "der die das den dem des ein eine einen einem einer eines und oder aber wie was wer wo wann warum ist sind "
+    "war waren wird werden wurde kann können könnte sie es er ich du wir ihr mit von zu zum zur im in an am auf "
+    "aus bei für über unter nach vor nicht kein keine auch nur noch schon so als wenn dass ob sich man diese "
+    "dieser dieses hat haben um "
+    # French
+    "le la les un une des du de d l et ou mais comme que qui quoi quel quelle quels quelles où quand comment "
+    "pourquoi est sont était être avoir a ont il elle ils elles on je tu nous vous se sa son ses leur leurs ce "
+    "cette ces dans sur sous avec pour par pas ne plus en au aux y si qu c s n".split()  # noqa: SIM905 (a list of 200 literals reads worse)
+)
+
+
+@dataclass(frozen=True)
+class Question:
+    book: int | str  # Calibre id, or a path under corpus/local-files
+    split: str
+    question: str
+    phrase: str
+
+
+@dataclass(frozen=True)
+class BookQuestions:
+    source: Path
+    book: int | str
+    title: str
+    split: str
+    questions: tuple[Question, ...]
+
+
+def load_book(path: Path) -> BookQuestions:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    book, split = data["book"], data["split"]
+    if split not in SPLITS:
+        raise ValueError(f"{path.name}: split must be one of {SPLITS}, not {split!r}")
+    questions = tuple(Question(book, split, q["question"], q["phrase"]) for q in data["questions"])
+    return BookQuestions(path, book, data["title"], split, questions)
+
+
+def load_books(directory: Path = QUESTIONS_DIR) -> list[BookQuestions]:
+    return [load_book(path) for path in sorted(directory.glob("*.yaml"))]
+
+
+def load_questions(directory: Path = QUESTIONS_DIR) -> list[Question]:
+    return [q for book in load_books(directory) for q in book.questions]
+
+
+def normalise(text: str) -> str:
+    """Case and spacing aside: what 'the phrase appears in the text' compares."""
+    return " ".join(text.casefold().replace("’", "'").split())
+
+
+def contains_phrase(text: str, phrase: str) -> bool:
+    return normalise(phrase) in normalise(text)
+
+
+def book_file(corpus: Path, book: int | str) -> Path:
+    """The file a book is read from: Calibre's EPUB (else PDF), or a loose local file."""
+    if isinstance(book, str):
+        return corpus / "local-files" / book
+    for folder in sorted((corpus / "calibre-library").glob(f"*/* ({book})")):
+        for suffix in FORMAT_PREFERENCE:
+            found = sorted(folder.glob(f"*{suffix}"))
+            if found:
+                return found[0]
+    raise FileNotFoundError(f"no EPUB or PDF of Calibre book {book} under {corpus / 'calibre-library'}")
+
+
+@cache
+def book_text(path: Path) -> str:
+    """The book's text as ingest extracts it (chunks are cut from it), normalised."""
+    from services.ingest.extract import extract_book
+
+    return normalise("\n".join(chapter.text for chapter in extract_book(path).chapters))
+
+
+def content_words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.casefold().replace("’", "'")) if w not in STOP_WORDS]
+
+
+def runs(words: Sequence[str], length: int = RUN_WORDS) -> set[tuple[str, ...]]:
+    return {tuple(words[i : i + length]) for i in range(len(words) - length + 1)}
+
+
+def problems(question: Question, text: str) -> Iterable[str]:
+    """What makes `question` unsound against its book's normalised `text` (nothing when it is sound)."""
+    phrase = normalise(question.phrase)
+    if len(phrase.split()) < MIN_PHRASE_WORDS:
+        yield f"phrase {question.phrase!r} has fewer than {MIN_PHRASE_WORDS} words"
+    count = text.count(phrase)
+    if count != 1:
+        yield f"phrase {question.phrase!r} occurs {count} times in the book (must be exactly once)"
+        return
+    at = text.index(phrase)
+    passage = text[max(0, at - PASSAGE_MARGIN_CHARS) : at + len(phrase) + PASSAGE_MARGIN_CHARS]
+    shared = runs(content_words(question.question)) & runs(content_words(passage))
+    if shared:
+        yield f"question {question.question!r} shares {sorted(' '.join(r) for r in shared)} with its passage"
+
+
+def held_out(title: str) -> bool:
+    return any(name in title.casefold() for name in HELD_OUT_TITLES)
+
+
+def check_files(paths: Sequence[Path], corpus: Path = DEFAULT_CORPUS) -> list[str]:
+    found: list[str] = []
+    for path in paths:
+        book = load_book(path)
+        if held_out(book.title):
+            found.append(f"{path.name}: {book.title} is held out for unseen checks")
+        text = book_text(book_file(corpus, book.book))
+        seen: set[str] = set()
+        for q in book.questions:
+            if q.question in seen:
+                found.append(f"{path.name}: question {q.question!r} is asked twice")
+            seen.add(q.question)
+            found.extend(f"{path.name}: {p}" for p in problems(q, text))
+    return found
+
+
+def main(argv: Sequence[str]) -> int:
+    sys.path.insert(0, str(ROOT))
+    paths = [Path(a) for a in argv] or sorted(QUESTIONS_DIR.glob("*.yaml"))
+    found = check_files(paths)
+    for line in found:
+        print(line)
+    count = sum(len(load_book(p).questions) for p in paths)
+    print(f"{count} questions in {len(paths)} file(s); {len(found)} problem(s)")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

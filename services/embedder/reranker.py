@@ -1,0 +1,68 @@
+"""The optional cross-encoder: reads a question and a passage together and scores how well the
+passage answers it, which ranks a search's candidates better than comparing two vectors can.
+
+It lives in the embedder so that it runs, and scales, on the GPU nodes with the rest of the model
+work. `EMBEDDER_RERANKER_MODEL` names a sentence-transformers `CrossEncoder` folder (or a package
+with `get_model_path()`), loaded offline like the embedding model; unset, there is no reranker and
+the query service ranks candidates by itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from sentence_transformers import CrossEncoder
+
+from alexandria.errors import FailedPrecondition
+from services.embedder.model import ModelSource
+
+log = logging.getLogger(__name__)
+
+# Pairs per forward pass: a search reranks a few dozen candidates at once.
+RERANK_BATCH = 32
+
+
+class Reranker:
+    """A loaded cross-encoder; `score` is safe to call from several threads (one pass at a time)."""
+
+    def __init__(self, cross_encoder: CrossEncoder, name: str) -> None:
+        self.cross_encoder = cross_encoder
+        self.name = name
+        self._lock = threading.Lock()
+
+    @torch.inference_mode()
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        """Each passage's relevance to `query` in [0, 1] (a single-label model's logit through a sigmoid)."""
+        if not passages:
+            return np.zeros(0, np.float32)
+        with self._lock:
+            scores = self.cross_encoder.predict(
+                [(query, passage) for passage in passages],
+                batch_size=RERANK_BATCH,
+                activation_fn=torch.nn.Sigmoid(),
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return np.asarray(scores, dtype=np.float32).reshape(len(passages))
+
+
+def load_reranker(source: ModelSource, device: str) -> Reranker:
+    """Load the cross-encoder at `source` onto `device` (fp16 on CUDA), offline."""
+    try:
+        cross_encoder = CrossEncoder(str(source.path), device=device, local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise FailedPrecondition(f"Could not load the reranker model at {source.path}: {exc}") from exc
+    if cross_encoder.num_labels != 1:
+        raise FailedPrecondition(
+            f"The reranker at {source.path} has {cross_encoder.num_labels} output labels; a reranker scores "
+            "relevance with one. Use a single-label CrossEncoder (e.g. an ms-marco or bge-reranker model)."
+        )
+    if device == "cuda":
+        cross_encoder.half()
+    cross_encoder.eval()
+    log.info("loaded reranker %s from %s on %s", source.name, source.path, device)
+    return Reranker(cross_encoder, source.name)
