@@ -46,6 +46,8 @@ PASSAGE_MARGIN_CHARS = 800
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 STOP_WORDS = frozenset(
+    re.findall(
+    r"\S+",
     # English
     "a about above after again against all am an and any are as at be because been before being below between "
     "both but by can could did do does doing down during each few for from further had has have having he her "
@@ -62,7 +64,8 @@ STOP_WORDS = frozenset(
     # French
     "le la les un une des du de d l et ou mais comme que qui quoi quel quelle quels quelles où quand comment "
     "pourquoi est sont était être avoir a ont il elle ils elles on je tu nous vous se sa son ses leur leurs ce "
-    "cette ces dans sur sous avec pour par pas ne plus en au aux y si qu c s n".split()  # noqa: SIM905 (a list of 200 literals reads worse)
+    "cette ces dans sur sous avec pour par pas ne plus en au aux y si qu c s n",
+    )
 )
 
 
