@@ -83,15 +83,9 @@ from alexandria.store import Filter, PointRecord, SparseVector, Store, StoredPoi
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_document, encode_query
 from alexandria.v1 import query_pb2, query_pb2_grpc
-from services.embedder.model import EmbedKind, load_model, resolve_device, resolve_model_source
-from services.query.search import (
-    CANDIDATES_PER_RESULT,
-    DEFAULT_LIMIT,
-    HYBRID_PREFETCH_PER_CANDIDATE,
-    MIN_HYBRID_PREFETCH,
-    SearchQuery,
-    search_filter,
-)
+from services.embedder.model import EmbedKind, load_configured_model, resolve_device
+from services.query.ranking import CANDIDATE_POOL, PREFETCH
+from services.query.search import SearchQuery, search_filter
 from tests.e2e.stack import RunningStack, start_stack
 
 DEFAULT_SCRATCH = ROOT / "bench" / "out" / "query"
@@ -228,20 +222,19 @@ class Bare:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.model = load_model(resolve_model_source(EmbedderSettings().embedder_model), resolve_device("cpu"), 0)
-        self.candidates = DEFAULT_LIMIT * CANDIDATES_PER_RESULT
-        self.prefetch = max(MIN_HYBRID_PREFETCH, HYBRID_PREFETCH_PER_CANDIDATE * self.candidates)
+        self.model = load_configured_model(EmbedderSettings().embedder_model, resolve_device("cpu"), 0)
+        self.encode_query = self.model.encoder_for(EmbedKind.QUERY)
         self.where = search_filter(SearchQuery("", BENCH))
 
     def _encode(self, question: str) -> np.ndarray:
-        return self.model.encode(self.model.with_prefix([question], EmbedKind.QUERY)).vectors[0]
+        return self.encode_query(self.model.with_prefix([question], EmbedKind.QUERY)).vectors[0]
 
     async def hybrid(self, question: str) -> None:
         vector = self._encode(question)
-        self.store.query_hybrid(BENCH, vector, encode_query(question), self.where, self.candidates, self.prefetch)
+        self.store.query_hybrid(BENCH, vector, encode_query(question), self.where, CANDIDATE_POOL, PREFETCH)
 
     async def dense(self, question: str) -> None:
-        self.store.query_dense(BENCH, self._encode(question), self.where, self.candidates)
+        self.store.query_dense(BENCH, self._encode(question), self.where, CANDIDATE_POOL)
 
 
 async def in_turn(calls: dict[str, Callable[[str], Awaitable[object]]], questions: list[str]) -> dict[str, Latency]:

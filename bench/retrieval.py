@@ -54,6 +54,7 @@ from alexandria.settings import ClientSettings, EmbedderSettings, StoreSettings
 from alexandria.store import Filter, Store, open_store
 from alexandria.store import schema as f
 from services.embedder import server as embedder_server
+from services.embedder.model import DEFAULT_MODEL_PACKAGE
 from services.ingest.documents import ChunkingParams
 from services.ingest.extract import extract_book
 from services.ingest.pipeline import BookFile, BookIngestor, content_key
@@ -78,7 +79,6 @@ MRR_AT = 10
 MODES = (SearchMode.HYBRID, SearchMode.SEMANTIC, SearchMode.LEXICAL)
 THRESHOLDS = {"default": DEFAULT_THRESHOLD, "threshold0": 0.0}
 UNLIMITED_BUDGET = 10**9
-DEFAULT_MODEL = "default"
 
 log = logging.getLogger("bench.retrieval")
 
@@ -198,7 +198,8 @@ async def ask_all(searcher: Searcher, questions: Sequence[Question], mode: Searc
 
 
 def model_slug(model: str | None) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(model).name if model else DEFAULT_MODEL)
+    """The scratch folder of a model's store: its EMBEDDER_MODEL value (the default's package when unset)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(model or DEFAULT_MODEL_PACKAGE).name)
 
 
 @dataclass

@@ -255,7 +255,14 @@ async def alexandria_query(
     query: Annotated[str, Field(min_length=1, description="The question or topic, in natural language.")],
     limit: Annotated[int, Field(ge=1, le=20, description="How many passages to return.")] = 5,
     threshold: Annotated[
-        float, Field(ge=0.0, le=1.0, description="Minimum similarity (0-1) a passage needs to be returned.")
+        float,
+        Field(
+            ge=0.0,
+            le=1.0,
+            description="Minimum relevance (0-1) a passage needs to be returned. At 0.5 (default) passages that "
+            "merely share the subject drop out while the answering passages stay; 0 returns the best "
+            "passages whatever their score.",
+        ),
     ] = 0.5,
     context_mode: Annotated[
         Literal["precise", "contextual", "comprehensive"],
@@ -296,9 +303,12 @@ async def alexandria_query(
 ) -> CallToolResult:
     """Search the content of the ingested books by meaning and return the passages that answer a question.
 
-    Use this for any question about what the books say. Each result has the passage text, its score, the
-    book, author and chapter (section_name) and a locator to cite; `matched_lexically` marks a passage kept
-    below the threshold because it contains every word of the query (a name, a rare word). Compose the
+    Use this for any question about what the books say. Results come best first, each with the passage text,
+    its score, the book, author and chapter (section_name) and a locator to cite. `score` is the passage's
+    relevance to the question in [0, 1] (meaning and exact words together, or a reranker's judgement when
+    one is configured); `threshold` drops passages scoring under it, and `matched_lexically` marks a passage
+    kept below it because it contains every word of the query (a name, a rare word). When nothing reaches
+    the threshold, `notice` says how close the best passage came. Compose the
     answer following `response_instruction` in the result (the guardian persona and the response pattern),
     citing book and chapter. To find books by title or author instead of by content, use alexandria_search.
     """

@@ -21,7 +21,7 @@ class GetModelInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ModelInfo(_message.Message):
-    __slots__ = ("name", "dimension", "max_seq_length", "device", "normalized", "dtype", "reranker")
+    __slots__ = ("name", "dimension", "max_seq_length", "device", "normalized", "dtype", "reranker", "similarity_floor")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DIMENSION_FIELD_NUMBER: _ClassVar[int]
     MAX_SEQ_LENGTH_FIELD_NUMBER: _ClassVar[int]
@@ -29,6 +29,7 @@ class ModelInfo(_message.Message):
     NORMALIZED_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
     RERANKER_FIELD_NUMBER: _ClassVar[int]
+    SIMILARITY_FLOOR_FIELD_NUMBER: _ClassVar[int]
     name: str
     dimension: int
     max_seq_length: int
@@ -36,7 +37,8 @@ class ModelInfo(_message.Message):
     normalized: bool
     dtype: str
     reranker: str
-    def __init__(self, name: _Optional[str] = ..., dimension: _Optional[int] = ..., max_seq_length: _Optional[int] = ..., device: _Optional[str] = ..., normalized: _Optional[bool] = ..., dtype: _Optional[str] = ..., reranker: _Optional[str] = ...) -> None: ...
+    similarity_floor: float
+    def __init__(self, name: _Optional[str] = ..., dimension: _Optional[int] = ..., max_seq_length: _Optional[int] = ..., device: _Optional[str] = ..., normalized: _Optional[bool] = ..., dtype: _Optional[str] = ..., reranker: _Optional[str] = ..., similarity_floor: _Optional[float] = ...) -> None: ...
 
 class EmbedRequest(_message.Message):
     __slots__ = ("texts", "kind", "sequence", "neighbour_similarities")

