@@ -58,6 +58,7 @@ from services.embedder.model import DEFAULT_MODEL_PACKAGE
 from services.ingest.documents import ChunkingParams
 from services.ingest.extract import extract_book
 from services.ingest.pipeline import BookFile, BookIngestor, content_key
+from services.ingest.segment import segment
 from services.query.search import (
     DEFAULT_LIMIT,
     DEFAULT_THRESHOLD,
@@ -78,6 +79,19 @@ RECALL_AT = (1, 5, 10, 20)
 MRR_AT = 10
 MODES = (SearchMode.HYBRID, SearchMode.SEMANTIC, SearchMode.LEXICAL)
 THRESHOLDS = {"default": DEFAULT_THRESHOLD, "threshold0": 0.0}
+# Questions no book of the set answers: what the default threshold should turn away (with a notice).
+OFF_TOPIC = (
+    "How do I replace the brake pads on a car?",
+    "What is the time complexity of quicksort?",
+    "Which vaccines does a puppy need in its first year?",
+    "How does a lithium-ion battery store energy?",
+    "What were the causes of the 2008 financial crisis?",
+    "Comment installer un serveur Linux ?",
+    "Wie funktioniert ein Kernreaktor?",
+    "Best practices for Kubernetes ingress configuration",
+    "Recipe for sourdough bread with a long cold proof",
+    "Who won the football world cup in 2014?",
+)
 UNLIMITED_BUDGET = 10**9
 
 log = logging.getLogger("bench.retrieval")
@@ -197,6 +211,15 @@ async def ask_all(searcher: Searcher, questions: Sequence[Question], mode: Searc
     return answers
 
 
+async def query_encode_ms(embedder: EmbedderClient, questions: Sequence[Question]) -> float:
+    seconds = []
+    for q in questions[:100]:
+        started = time.perf_counter()
+        await embedder.embed_query(q.question)
+        seconds.append(time.perf_counter() - started)
+    return float(np.percentile(np.asarray(seconds) * 1000, 50))
+
+
 def model_slug(model: str | None) -> str:
     """The scratch folder of a model's store: its EMBEDDER_MODEL value (the default's package when unset)."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(model or DEFAULT_MODEL_PACKAGE).name)
@@ -209,13 +232,16 @@ class ModelRun:
     ingest_s: float
     store_bytes: int
     books: int
+    off_topic_answered: int  # of OFF_TOPIC, at the tool's defaults
+    query_encode_ms: float   # p50 of one question's Embed, in process
+    sentences: int           # in the books ingested by this run (0: the store was already there)
 
 
 async def evaluate_model(corpus: Path, scratch: Path, model: str | None, questions: Sequence[Question]) -> ModelRun:
     scratch.mkdir(parents=True, exist_ok=True)
     files = sorted({book_file(corpus, q.book) for q in questions})
     store = open_store(store_settings(scratch))
-    ingest_s = 0.0
+    ingest_s, sentences = 0.0, 0
     try:
         async with embedder_service(scratch, model) as embedder:
             name = (await embedder.model_info()).name
@@ -225,16 +251,24 @@ async def evaluate_model(corpus: Path, scratch: Path, model: str | None, questio
                 started = time.perf_counter()
                 await ingest_corpus(store, embedder, missing, COLLECTION)
                 ingest_s = time.perf_counter() - started
+                sentences = sum(len(segment(extract_book(path))) for path in missing)
             await asyncio.to_thread(store.optimize, COLLECTION)
             searcher = Searcher(store, EmbedderQueryEncoder(embedder))
             answers = {
                 (mode, label): await ask_all(searcher, questions, mode, threshold)
                 for mode in MODES for label, threshold in THRESHOLDS.items()
             }
+            off_topic = [
+                len((await searcher.search(SearchQuery(text, COLLECTION), UNLIMITED_BUDGET)).results)
+                for text in OFF_TOPIC
+            ]
+            encode_ms = await query_encode_ms(embedder, questions)
     finally:
         store.close()
-    store_bytes = sum(p.stat().st_size for p in (scratch / "store").rglob("*") if p.is_file())
-    return ModelRun(name, answers, ingest_s, store_bytes, len(files))
+    # Blocks on disk: the engine's files are sparse (their sizes count space never written).
+    store_bytes = sum(p.stat().st_blocks * 512 for p in (scratch / "store").rglob("*") if p.is_file())
+    return ModelRun(name, answers, ingest_s, store_bytes, len(files), sum(n > 0 for n in off_topic), encode_ms,
+                    sentences)
 
 
 async def ask_through_gateway(corpus: Path, scratch: Path, questions: Sequence[Question]) -> tuple[list[Answer], list[float]]:
@@ -315,11 +349,15 @@ async def run(corpus: Path, scratch: Path, models: Sequence[str | None], gateway
     print(per_book(first.answers[(SearchMode.HYBRID, "threshold0")]))
     for model_run in runs:
         print(f"{model_run.model}: {model_run.books} books, store {model_run.store_bytes / 1e6:.1f} MB "
-              f"({model_run.store_bytes / model_run.books / 1e6:.2f} MB a book)"
-              + (f", ingested in {model_run.ingest_s:.0f} s" if model_run.ingest_s else ""))
+              f"({model_run.store_bytes / model_run.books / 1e6:.2f} MB a book), query encode p50 "
+              f"{model_run.query_encode_ms:.1f} ms, off-topic questions answered at the defaults "
+              f"{model_run.off_topic_answered}/{len(OFF_TOPIC)}"
+              + (f", ingested in {model_run.ingest_s:.0f} s ({model_run.sentences / model_run.ingest_s:.0f} "
+                 "sentences/s)" if model_run.ingest_s else ""))
     result: dict[str, Any] = {
         **summary(rows[f"{first.model[:18]} hybrid default"]),
         "threshold0": summary(rows[f"{first.model[:18]} hybrid threshold0"]),
+        "off_topic_answered": first.off_topic_answered,
         "rows": {label: {split: s.as_dict() for split, s in halves.items()} for label, halves in rows.items()},
     }
     if gateway:

@@ -68,11 +68,15 @@ FLOOR_PASSAGES = [
 ]
 
 
-def similarity_floor(question_vectors: np.ndarray, passage_vectors: np.ndarray) -> float:
-    """The mean cosine of the question/passage pairs on different subjects (off the diagonal)."""
-    cosines = question_vectors @ passage_vectors.T
-    unrelated = ~np.eye(len(cosines), dtype=bool)
-    return float(cosines[unrelated].mean())
+def measure_similarity_floor(model: EmbeddingModel) -> float:
+    """The mean cosine the model gives a question and a passage on different subjects: FLOOR_QUESTIONS
+    against the FLOOR_PASSAGES that are not about them (off the diagonal)."""
+    questions, passages = (
+        model.encoder_for(kind)(model.with_prefix(texts, kind)).vectors
+        for kind, texts in ((EmbedKind.QUERY, FLOOR_QUESTIONS), (EmbedKind.PASSAGE, FLOOR_PASSAGES))
+    )
+    cosines = questions @ passages.T
+    return float(cosines[~np.eye(len(cosines), dtype=bool)].mean())
 
 
 # Forward passes timed to learn what a pass costs beyond its tokens: (rows, tokens per row).

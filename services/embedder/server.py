@@ -29,16 +29,14 @@ from alexandria.settings import EmbedderSettings
 from alexandria.v1 import embedder_pb2, embedder_pb2_grpc
 from services.embedder.batcher import MicroBatcher
 from services.embedder.model import (
-    FLOOR_PASSAGES,
-    FLOOR_QUESTIONS,
     WARM_UP_TEXTS,
     EmbeddingModel,
     EmbedKind,
     load_configured_model,
+    measure_similarity_floor,
     neighbour_similarities,
     resolve_device,
     resolve_model_source,
-    similarity_floor,
 )
 from services.embedder.reranker import Reranker, load_reranker
 from services.embedder.threads import worker_setup
@@ -211,6 +209,7 @@ def create_server(settings: EmbedderSettings, model: EmbeddingModel | None = Non
     async def load_and_warm_up() -> None:
         started = time.perf_counter()
         loaded = await _in_a_passing_thread(load)
+        floor = await asyncio.to_thread(measure_similarity_floor, loaded)
         reranker = None
         if settings.embedder_reranker_model:
             reranker = await asyncio.to_thread(
@@ -243,10 +242,6 @@ def create_server(settings: EmbedderSettings, model: EmbeddingModel | None = Non
         for kind, lane in lanes.items():
             lane.start()
             await lane.embed(loaded.with_prefix(WARM_UP_TEXTS, kind))
-        floor = similarity_floor(
-            (await lanes[EmbedKind.QUERY].embed(loaded.with_prefix(FLOOR_QUESTIONS, EmbedKind.QUERY))).vectors,
-            (await lanes[EmbedKind.PASSAGE].embed(loaded.with_prefix(FLOOR_PASSAGES, EmbedKind.PASSAGE))).vectors,
-        )
         servicer.ready(loaded, lanes, reranker, floor)
         await server.health.set_serving(True)
         log.info(

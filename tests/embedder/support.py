@@ -12,7 +12,7 @@ from typing import Any
 from alexandria.clients import EmbedderClient
 from alexandria.grpc_server import ServiceServer
 from services.embedder.batcher import EncodedBatch
-from services.embedder.model import EmbeddingModel
+from services.embedder.model import EmbeddingModel, EmbedKind
 
 
 @dataclass
@@ -37,6 +37,9 @@ class SpyModel:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._model, name)
+
+    def encoder_for(self, kind: EmbedKind) -> Callable[[list[str]], EncodedBatch]:
+        return self.encode
 
     def encode(self, texts: list[str]) -> EncodedBatch:
         self.batches.append(texts)

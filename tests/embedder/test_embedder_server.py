@@ -20,7 +20,13 @@ from alexandria.settings import EmbedderSettings, IngestSettings
 from alexandria.v1 import embedder_pb2, embedder_pb2_grpc
 from embedder.support import RunningEmbedder, SpyModel, StartEmbedder
 from services.embedder.batcher import EncodedBatch
-from services.embedder.model import WARM_UP_TEXTS, EmbeddingModel, resolve_model_source
+from services.embedder.model import (
+    FLOOR_PASSAGES,
+    FLOOR_QUESTIONS,
+    WARM_UP_TEXTS,
+    EmbeddingModel,
+    resolve_model_source,
+)
 from services.embedder.server import MAX_TEXTS_PER_REQUEST, SERVICE_NAME, create_server
 from services.host import main
 
@@ -154,7 +160,8 @@ async def test_health_turns_serving_only_after_the_model_is_loaded_and_warmed_up
     starting = asyncio.create_task(server.start())
     try:
         await spy.wait_until_busy()
-        assert [sorted(batch) for batch in spy.batches] == [sorted(WARM_UP_TEXTS)]
+        # The first start-up batch: the questions that measure the model's similarity floor.
+        assert spy.batches == [FLOOR_QUESTIONS]
         for name in ("", SERVICE_NAME):
             status = (await health.Check(health_pb2.HealthCheckRequest(service=name))).status
             assert status == health_pb2.HealthCheckResponse.NOT_SERVING
@@ -164,6 +171,8 @@ async def test_health_turns_serving_only_after_the_model_is_loaded_and_warmed_up
         assert "loading" in (error.value.details() or "")
         spy.release()
         await starting
+        encoded = {text for batch in spy.batches for text in batch}
+        assert {*WARM_UP_TEXTS, *FLOOR_QUESTIONS, *FLOOR_PASSAGES} <= encoded
         for name in ("", SERVICE_NAME):
             status = (await health.Check(health_pb2.HealthCheckRequest(service=name))).status
             assert status == health_pb2.HealthCheckResponse.SERVING
