@@ -9,9 +9,10 @@ the query service ranks candidates by itself.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -27,26 +28,32 @@ RERANK_BATCH = 32
 
 
 class Reranker:
-    """A loaded cross-encoder; `score` is safe to call from several threads (one pass at a time)."""
+    """A loaded cross-encoder. Its passes run one at a time on a thread of its own: torch keeps an
+    OpenMP pool per thread that runs it, and pools left in other threads slow the embedder's passes."""
 
     def __init__(self, cross_encoder: CrossEncoder, name: str) -> None:
         self.cross_encoder = cross_encoder
         self.name = name
-        self._lock = threading.Lock()
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reranker")
+
+    async def rerank(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, self.score, query, passages)
+
+    async def close(self) -> None:
+        self._thread.shutdown(wait=False, cancel_futures=True)
 
     @torch.inference_mode()
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         """Each passage's relevance to `query` in [0, 1] (a single-label model's logit through a sigmoid)."""
         if not passages:
             return np.zeros(0, np.float32)
-        with self._lock:
-            scores = self.cross_encoder.predict(
-                [(query, passage) for passage in passages],
-                batch_size=RERANK_BATCH,
-                activation_fn=torch.nn.Sigmoid(),
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+        scores = self.cross_encoder.predict(
+            [(query, passage) for passage in passages],
+            batch_size=RERANK_BATCH,
+            activation_fn=torch.nn.Sigmoid(),
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
         return np.asarray(scores, dtype=np.float32).reshape(len(passages))
 
 

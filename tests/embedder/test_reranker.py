@@ -1,10 +1,9 @@
 """The embedder's Rerank RPC over a real cross-encoder.
 
-No reranker model ships in a package here, so the test builds a small one itself: a two-layer BERT
-with one output label, random but seeded weights and the default model's tokenizer, saved as a
-sentence-transformers CrossEncoder folder and loaded back by path, as EMBEDDER_RERANKER_MODEL would.
-Its scores mean nothing about relevance; what is checked is that the service returns exactly what
-that model computes, in the request's order.
+No reranker model ships in a package here, so the tests build a small one (`tiny_cross_encoder`,
+tests/conftest.py) and load it back by path, as EMBEDDER_RERANKER_MODEL would. Its scores mean
+nothing about relevance; what is checked is that the service returns exactly what that model
+computes, in the request's order.
 """
 
 from __future__ import annotations
@@ -28,21 +27,6 @@ PASSAGES = [
     "Mr. Collins read from Fordyce's Sermons.",
     "",
 ]
-
-
-@pytest.fixture(scope="session")
-def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real CrossEncoder folder: a small seeded BERT classifier with one label and a real tokenizer."""
-    tokenizer = transformers.AutoTokenizer.from_pretrained(str(resolve_model_source(None).path))
-    torch.manual_seed(7)
-    config = transformers.BertConfig(
-        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=512, num_labels=1,
-    )
-    folder = tmp_path_factory.mktemp("reranker") / "tiny-cross-encoder"
-    transformers.BertForSequenceClassification(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
 
 
 def expected_scores(folder: Path) -> np.ndarray:

@@ -12,9 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
+import numpy as np
 import pytest
 import pytest_asyncio
+import torch
 from google.protobuf.json_format import MessageToDict
+from sentence_transformers import CrossEncoder
 
 from alexandria.clients import EmbedderClient, wait_until_serving
 from alexandria.settings import ClientSettings, EmbedderSettings, QuerySettings, StoreSettings
@@ -313,3 +316,30 @@ async def test_collection_stats(stack: Stack) -> None:
     assert default.collection_name == COLLECTION and default.books == 2
     missing = await stack.query.GetCollectionStats(query_pb2.GetCollectionStatsRequest(collection="nothing"), timeout=10)
     assert (missing.connected, missing.status, missing.points_count) == (True, "missing", 0)
+
+
+async def test_with_a_cross_encoder_results_come_in_its_order_with_its_scores(
+    stack: Stack, model: EmbeddingModel, tiny_cross_encoder: Path
+) -> None:
+    settings = EmbedderSettings(embedder_listen="127.0.0.1:0", embedder_reranker_model=str(tiny_cross_encoder))
+    reranking = embedder_server.create_server(settings, model=model)
+    await reranking.start()
+    client = EmbedderClient(reranking.address, ClientSettings())
+    question = "Who is the new tenant of Netherfield?"
+    try:
+        async with (
+            _query_server(_query_settings(stack.data_dir), stack.store, client) as address,
+            grpc.aio.insecure_channel(address) as channel,
+        ):
+            await wait_until_serving(address, START_TIMEOUT_S)
+            request = query_pb2.SearchRequest(query=question, threshold=0.0, limit=5)
+            response = await query_pb2_grpc.QueryServiceStub(channel).Search(request, timeout=30)
+    finally:
+        await client.close()
+        await reranking.stop(grace=1)
+    scores = [hit.score for hit in response.results]
+    assert len(scores) == 5 and scores == sorted(scores, reverse=True)
+    judged = CrossEncoder(str(tiny_cross_encoder), device="cpu", local_files_only=True).predict(
+        [(question, hit.text) for hit in response.results], activation_fn=torch.nn.Sigmoid()
+    )
+    np.testing.assert_allclose(scores, judged, rtol=1e-4, atol=1e-5)
