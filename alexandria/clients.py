@@ -45,6 +45,10 @@ def open_channel(address: str) -> aio.Channel:
             ("grpc.service_config", _ROUND_ROBIN),
             ("grpc.enable_retries", 0),
             ("grpc.keepalive_time_ms", 30_000),
+            # A service restarted after a crash is found again within a second or two, not gRPC's default
+            # backoff of up to two minutes.
+            ("grpc.initial_reconnect_backoff_ms", 200),
+            ("grpc.max_reconnect_backoff_ms", 2_000),
         ],
     )
 

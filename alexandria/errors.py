@@ -103,7 +103,8 @@ def from_rpc_error(error: grpc.RpcError, target: str) -> AlexandriaError:
     if code == grpc.StatusCode.UNAVAILABLE:
         # The details name peer addresses: they go to the log, never to the caller.
         log.warning("%s unavailable: %s", target, details)
-        return Unavailable(f"The {target} service is unavailable; check that it is running.")
+        return Unavailable(f"The {target} service is unavailable (stopped, or restarting after a crash); "
+                           "try again in a few seconds, and check that it is running if this persists.")
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return DeadlineExceeded(f"The {target} service did not answer in time; try again or raise the deadline.")
     if cls is InternalError or not details:

@@ -16,26 +16,42 @@ import os
 import signal
 import socket
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
-from alexandria.settings import REPO_ROOT, StoreSettings
+from alexandria.settings import REPO_ROOT, GatewaySettings, StoreSettings
 from alexandria.stack import SAMPLE_LIBRARY, SERVICE_ORDER, StackLayout, wait_all_serving
+from gateway.binding import require_safe_binding
 
 log = logging.getLogger("launcher")
 
 STOP_TIMEOUT_S = 15.0
 START_TIMEOUT_S = 180.0
+# A child that dies on its own is restarted after 0.5, 1, 2 s; a fourth crash within a minute stops the stack.
+RESTART_BACKOFF_S = 0.5
+MAX_RESTARTS = 3
+RESTART_WINDOW_S = 60.0
 
 
 @dataclass
 class Child:
     name: str
     argv: list[str]
+    stdio: bool = False
+    stop_timeout_s: float = STOP_TIMEOUT_S  # from SIGTERM to SIGKILL
     process: asyncio.subprocess.Process | None = None
+    crashes: list[float] = field(default_factory=list)  # monotonic times of unexpected exits
+
+    def restart_delay(self, now: float) -> float | None:
+        """Seconds to wait before restarting after a crash at `now`; None when it keeps crashing."""
+        self.crashes = [t for t in self.crashes if now - t < RESTART_WINDOW_S] + [now]
+        if len(self.crashes) > MAX_RESTARTS:
+            return None
+        return RESTART_BACKOFF_S * 2 ** (len(self.crashes) - 1)
 
 
 @dataclass
@@ -66,33 +82,41 @@ class Stack:
         else:
             groups = [[name] for name in SERVICE_ORDER]
         children = [Child("+".join(g), [python, "-m", "services", *g]) for g in groups]
-        children.append(Child("gateway", [python, "-m", "gateway", "--transport", self.transport]))
+        gateway = [python, "-m", "gateway", "--transport", self.transport]
+        # The gateway first lets running tool calls finish, up to its grace period.
+        stop_timeout_s = GatewaySettings().gateway_shutdown_grace_s + STOP_TIMEOUT_S
+        children.append(Child("gateway", gateway, stdio=self.transport == "stdio", stop_timeout_s=stop_timeout_s))
         return children
 
     async def start(self) -> None:
+        if self.transport == "http":
+            # Checked before anything starts: the gateway would refuse the same after the model had loaded.
+            require_safe_binding(GatewaySettings(gateway_host=self.gateway_host))
         self.layout.run_dir.mkdir(parents=True, exist_ok=True)
         Path(self.environment()["LOCAL_INGEST_PATH"]).mkdir(parents=True, exist_ok=True)
         if self.gateway_port == 0:
             self.gateway_port = _free_port(self.gateway_host)
-        env = self.environment()
         *services, gateway = self.plan()
         for child in services:
-            await self._spawn(child, env)
+            await self._spawn(child)
         await self._race_children(wait_all_serving(self.layout.addresses(), START_TIMEOUT_S), "start")
-        await self._spawn(gateway, env, stdio=self.transport == "stdio")
+        await self._spawn(gateway)
         if self.transport == "http":
             await self._race_children(self._wait_gateway(), "gateway start")
 
-    async def _spawn(self, child: Child, env: dict[str, str], stdio: bool = False) -> None:
+    async def _spawn(self, child: Child) -> None:
+        await self._run(child)
+        self.children.append(child)
+
+    async def _run(self, child: Child) -> None:
         child.process = await asyncio.create_subprocess_exec(
             *child.argv,
-            env=env,
+            env=self.environment(),
             cwd=REPO_ROOT,
-            stdin=None if stdio else asyncio.subprocess.DEVNULL,
-            stdout=None if stdio else sys.stderr.fileno(),
+            stdin=None if child.stdio else asyncio.subprocess.DEVNULL,
+            stdout=None if child.stdio else sys.stderr.fileno(),
             start_new_session=True,
         )
-        self.children.append(child)
         log.info("started %s (pid %d)", child.name, child.process.pid)
 
     @property
@@ -124,19 +148,38 @@ class Stack:
         task.result()
 
     async def wait(self, stop: asyncio.Event) -> int:
-        """Until `stop` is set (returns 0) or until any child exits (returns 1)."""
+        """Until `stop` is set (returns 0). A child that exits on its own is restarted with backoff; one
+        that keeps crashing stops the stack (returns 1). Meanwhile the gateway answers its tools with
+        "unavailable" errors, and clients reconnect once the child serves again."""
+        while True:
+            child = await self._first_exit(stop)
+            if child is None:
+                return 0
+            if child.stdio:
+                return 0  # the MCP client closed the gateway's stdin: a normal end
+            code = child.process.returncode
+            delay = child.restart_delay(time.monotonic())
+            if delay is None:
+                log.error("%s exited (code %s) %d times within %.0f s; stopping the stack", child.name, code,
+                          len(child.crashes), RESTART_WINDOW_S)
+                return 1
+            log.warning("%s exited unexpectedly (code %s); restarting it in %.1f s", child.name, code, delay)
+            try:
+                await asyncio.wait_for(stop.wait(), delay)
+                return 0
+            except TimeoutError:
+                await self._run(child)
+
+    async def _first_exit(self, stop: asyncio.Event) -> Child | None:
+        """The first child to exit, or None when `stop` is set first."""
         waiter = asyncio.ensure_future(stop.wait())
         exits = {asyncio.ensure_future(c.process.wait()): c for c in self.children if c.process}
         done, _ = await asyncio.wait([waiter, *exits], return_when=asyncio.FIRST_COMPLETED)
         for task in [waiter, *exits]:
             task.cancel()
         if waiter in done:
-            return 0
-        gone = [exits[t].name for t in done if t in exits]
-        if gone == ["gateway"] and self.transport == "stdio":
-            return 0  # the MCP client closed stdin: a normal end
-        log.error("%s exited; stopping the stack", ", ".join(gone))
-        return 1
+            return None
+        return next(exits[task] for task in done if task in exits)
 
     async def stop(self) -> None:
         """Stop children in reverse start order: SIGTERM, then SIGKILL after a grace period."""
@@ -146,9 +189,9 @@ class Stack:
                 continue
             process.send_signal(signal.SIGTERM)
             try:
-                await asyncio.wait_for(process.wait(), STOP_TIMEOUT_S)
+                await asyncio.wait_for(process.wait(), child.stop_timeout_s)
             except TimeoutError:
-                log.warning("%s did not stop in %.0f s; killing it", child.name, STOP_TIMEOUT_S)
+                log.warning("%s did not stop in %.0f s; killing it", child.name, child.stop_timeout_s)
                 process.kill()
                 await process.wait()
             log.info("stopped %s", child.name)

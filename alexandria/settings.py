@@ -131,6 +131,8 @@ class GatewaySettings(_Env):
     gateway_tokens: dict[str, list[Literal["read", "ingest"]]] = Field(default_factory=dict)
     gateway_max_body_bytes: int = Field(256 * 1024, ge=1024)
     gateway_max_arg_chars: int = Field(4096, ge=64)
+    # On SIGINT/SIGTERM, how long running tool calls (an ingest) may take to finish before they are cancelled.
+    gateway_shutdown_grace_s: float = Field(30.0, ge=0)
     catalog_addr: str = "127.0.0.1:50051"
     ingest_addr: str = "127.0.0.1:50053"
     query_addr: str = "127.0.0.1:50054"

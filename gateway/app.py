@@ -24,6 +24,7 @@ from alexandria.clients import ServiceClient
 from alexandria.errors import AlexandriaError, Unavailable
 from alexandria.settings import GatewaySettings
 from alexandria.v1 import catalog_pb2_grpc, ingest_pb2_grpc, query_pb2, query_pb2_grpc
+from gateway.shutdown import ToolCalls
 from gateway.tools import GatewayTool, Scope, build_tools
 
 log = logging.getLogger(__name__)
@@ -81,7 +82,8 @@ class Gateway:
 
     def __init__(self, settings: GatewaySettings) -> None:
         self.settings = settings
-        self.tools: list[GatewayTool] = build_tools(settings.gateway_max_arg_chars)
+        self.calls = ToolCalls(settings.gateway_shutdown_grace_s)
+        self.tools: list[GatewayTool] = build_tools(settings.gateway_max_arg_chars, self.calls)
         # Set while the lifespan runs, for the HTTP health endpoint.
         self.backends: Backends | None = None
         self.prompts_ready = asyncio.Event()

@@ -3,7 +3,8 @@
 Safety, outermost first:
 1. Body limit: a request body over GATEWAY_MAX_BODY_BYTES gets 413 before anything reads it.
 2. Bearer tokens, when GATEWAY_TOKENS is set (fail closed): no or unknown token gets 401; a tools/call
-   for a tool whose scope the token lacks gets 403. "read" covers the query, search, book, stats,
+   for a tool whose scope the token lacks gets 403; both say why in a JSON-RPC error body and in
+   WWW-Authenticate. "read" covers the query, search, book, stats,
    guardians, preview, browse and chunking-test tools; "ingest" the tools that write or remove.
    /health answers loopback clients without a token (container health checks run inside the
    container) and needs a valid token from anywhere else.
@@ -16,11 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import ipaddress
 import json
 import logging
+import math
 import socket
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
 
 import uvicorn
 from mcp.server.transport_security import RequestBodyLimitMiddleware, TransportSecuritySettings
@@ -33,10 +36,11 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from alexandria.clients import check_health
-from alexandria.errors import FailedPrecondition
 from alexandria.grpc_server import SHUTDOWN_GRACE_S
 from alexandria.settings import GatewaySettings
 from gateway.app import Backends, Gateway
+from gateway.binding import ANY_ADDRESS, is_loopback, require_safe_binding
+from gateway.shutdown import ToolCalls
 
 log = logging.getLogger(__name__)
 
@@ -44,26 +48,9 @@ MCP_PATH = "/mcp"
 HEALTH_PATH = "/health"
 HEALTH_TIMEOUT_S = 2.0
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
-_ANY_ADDRESS = ("0.0.0.0", "::", "")
-
-
-def is_loopback(host: str) -> bool:
-    """Whether a bind address or client address is loopback-only (names other than localhost are not)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def require_safe_binding(settings: GatewaySettings) -> None:
-    """Refuse to serve beyond loopback unless API tokens are configured."""
-    if not is_loopback(settings.gateway_host) and not settings.gateway_tokens:
-        raise FailedPrecondition(
-            f"Refusing to serve HTTP on {settings.gateway_host!r}, beyond loopback, without API tokens. "
-            """Set GATEWAY_TOKENS (e.g. '{"<secret>": ["read", "ingest"]}') or bind GATEWAY_HOST=127.0.0.1."""
-        )
+# JSON-RPC error codes of refused requests, in the range the spec leaves to servers.
+UNAUTHORIZED = -32001
+FORBIDDEN = -32003
 
 
 def _url_host(host: str) -> str:
@@ -73,8 +60,10 @@ def _url_host(host: str) -> str:
 def transport_security(settings: GatewaySettings) -> TransportSecuritySettings:
     """DNS-rebinding protection: the Host (and Origin, when sent) must name this gateway."""
     hosts = [*LOOPBACK_HOSTS, *settings.gateway_allowed_hosts]
-    if settings.gateway_host not in _ANY_ADDRESS and not is_loopback(settings.gateway_host):
-        hosts.append(f"{_url_host(settings.gateway_host)}:*")
+    bound = f"{_url_host(settings.gateway_host)}:*"
+    # Any bound address is its own name, other loopback addresses (127.0.0.2) included.
+    if settings.gateway_host not in ANY_ADDRESS and bound not in hosts:
+        hosts.append(bound)
     origins = [f"{scheme}://{host}" for host in hosts for scheme in ("http", "https")]
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
@@ -125,18 +114,19 @@ class BearerTokenGuard:
             return
         granted = self._granted(Headers(scope=scope).get("authorization", ""))
         if granted is None:
-            await _deny(
-                401, "A valid 'Authorization: Bearer <token>' header is required.", scope, receive, send
-            )
+            message = "A valid 'Authorization: Bearer <token>' header is required."
+            await _deny(Denial(401, UNAUTHORIZED, "invalid_token", message), scope, receive, send)
             return
         if scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
         body = await _read_body(receive)
-        for tool, needed in self._needed_scopes(body).items():
+        messages = _json_rpc_messages(body)
+        for tool, needed in self._needed_scopes(messages).items():
             if needed not in granted:
                 message = f"This token lacks the '{needed}' scope that {tool} needs."
-                await _deny(403, message, scope, receive, send)
+                denial = Denial(403, FORBIDDEN, "insufficient_scope", message, needed, _single_id(messages))
+                await _deny(denial, scope, receive, send)
                 return
         await self.app(scope, _replay(body, receive), send)
 
@@ -152,14 +142,10 @@ class BearerTokenGuard:
                 granted = scopes
         return granted
 
-    def _needed_scopes(self, body: bytes) -> dict[str, str]:
-        """Tool name -> the scope it needs, for each tools/call in a JSON-RPC body."""
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            return {}  # not JSON: the MCP endpoint answers with a parse error
+    def _needed_scopes(self, messages: list[Any]) -> dict[str, str]:
+        """Tool name -> the scope it needs, for each tools/call among the JSON-RPC messages."""
         needed: dict[str, str] = {}
-        for message in payload if isinstance(payload, list) else [payload]:
+        for message in messages:
             if not isinstance(message, dict) or message.get("method") != "tools/call":
                 continue
             params = message.get("params")
@@ -169,9 +155,44 @@ class BearerTokenGuard:
         return needed
 
 
-async def _deny(status: int, message: str, scope: Scope, receive: Receive, send: Send) -> None:
-    headers = {"WWW-Authenticate": 'Bearer realm="alexandria"'} if status == 401 else None
-    await JSONResponse({"error": message}, status_code=status, headers=headers)(scope, receive, send)
+def _json_rpc_messages(body: bytes) -> list[Any]:
+    """The messages of a JSON-RPC body (one or a batch); none when it is not JSON."""
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser goes
+        return []  # the MCP endpoint answers with a parse error
+    return payload if isinstance(payload, list) else [payload]
+
+
+def _single_id(messages: list[Any]) -> Any:
+    """The request id when the body is one request, so the client can match the error to its call."""
+    return messages[0].get("id") if len(messages) == 1 and isinstance(messages[0], dict) else None
+
+
+@dataclass(frozen=True)
+class Denial:
+    """A refused request, said both ways a client may read it: a JSON-RPC error body (MCP clients show
+    its message) and an RFC 6750 WWW-Authenticate header."""
+
+    status: int
+    code: int
+    oauth_error: str
+    message: str
+    scope: str | None = None
+    request_id: Any = None
+
+    def challenge(self) -> str:
+        description = self.message.replace('"', "'")
+        parts = ['Bearer realm="alexandria"', f'error="{self.oauth_error}"', f'error_description="{description}"']
+        if self.scope:
+            parts.append(f'scope="{self.scope}"')
+        return ", ".join(parts)
+
+
+async def _deny(denial: Denial, scope: Scope, receive: Receive, send: Send) -> None:
+    body = {"jsonrpc": "2.0", "id": denial.request_id, "error": {"code": denial.code, "message": denial.message}}
+    headers = {"WWW-Authenticate": denial.challenge()}
+    await JSONResponse(body, status_code=denial.status, headers=headers)(scope, receive, send)
 
 
 async def _read_body(receive: Receive) -> bytes:
@@ -239,17 +260,33 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def http_server(app: ASGIApp) -> uvicorn.Server:
-    """A uvicorn server for the app, logging through our stderr handler (uvicorn's own config uses stdout)."""
-    return uvicorn.Server(
-        uvicorn.Config(app, log_config=None, lifespan="on", timeout_graceful_shutdown=int(SHUTDOWN_GRACE_S))
-    )
+class GatewayServer(uvicorn.Server):
+    """uvicorn, which on SIGINT/SIGTERM stops accepting connections, waits for the requests in flight, then
+    cancels them. The gateway's tool calls are told first, so that their own grace period ends before
+    uvicorn's and each still running answers with an error instead of a dropped connection."""
+
+    def __init__(self, app: ASGIApp, calls: ToolCalls) -> None:
+        super().__init__(uvicorn.Config(
+            app, log_config=None, lifespan="on",
+            timeout_graceful_shutdown=math.ceil(calls.grace_s + SHUTDOWN_GRACE_S),
+        ))
+        self.calls = calls
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self.calls.stop()
+        await super().shutdown(sockets)
+
+
+def http_server(gateway: Gateway) -> GatewayServer:
+    """A uvicorn server for the gateway's HTTP app, logging through our stderr handler (uvicorn's own config
+    uses stdout)."""
+    return GatewayServer(create_http_app(gateway), gateway.calls)
 
 
 async def serve_http(gateway: Gateway) -> None:
     """Serve the gateway over HTTP until SIGINT/SIGTERM; logs the bound URL on stderr."""
-    app = create_http_app(gateway)
+    server = http_server(gateway)
     sock = bind_socket(gateway.settings.gateway_host, gateway.settings.gateway_port)
     host, port = sock.getsockname()[:2]
     log.info("listening on http://%s:%d%s (health: %s)", _url_host(host), port, MCP_PATH, HEALTH_PATH)
-    await http_server(app).serve(sockets=[sock])
+    await server.serve(sockets=[sock])

@@ -20,7 +20,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from alexandria.errors import AlexandriaError, InvalidArgument
 from alexandria.v1 import catalog_pb2, common_pb2, ingest_pb2, query_pb2
@@ -35,6 +35,7 @@ from gateway.results import (
     result_schema,
     tool_result,
 )
+from gateway.shutdown import ToolCalls
 
 if TYPE_CHECKING:
     from gateway.app import Backends
@@ -58,9 +59,12 @@ _ECHO_CHARS = 80
 class GatewayTool(Tool):
     """An MCP tool that knows its auth scope and backing service, and fails in the contract's shape."""
 
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
     scope: Scope = "ingest"  # fail closed: a tool that forgot its scope needs the stronger one
     service: str = ""
     max_arg_chars: int = 4096
+    calls: ToolCalls = Field(default_factory=lambda: ToolCalls(0.0), exclude=True)
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         """Check the arguments, run the tool, and turn every failure into the contract's error result."""
@@ -69,7 +73,8 @@ class GatewayTool(Tool):
             log.info("%s rejected its arguments: %s", self.name, problem)
             return error_result(problem)
         try:
-            return await super().run(arguments, context, convert_result)
+            run_tool = super().run
+            return await self.calls.run(self.name, lambda: run_tool(arguments, context, convert_result))
         except MCPError:
             raise  # a protocol error, answered as such by the SDK
         except Exception as exc:  # noqa: BLE001 - the SDK wraps what the tool raised; this unwraps it once
@@ -156,14 +161,16 @@ def _tool(
     return register
 
 
-def build_tools(max_arg_chars: int) -> list[GatewayTool]:
-    """Fresh tool objects for one MCP server, string arguments capped at `max_arg_chars` characters."""
+def build_tools(max_arg_chars: int, calls: ToolCalls) -> list[GatewayTool]:
+    """Fresh tool objects for one MCP server, string arguments capped at `max_arg_chars` characters, each
+    call run through `calls` (which ends them when the gateway stops)."""
     tools = []
     for spec in _SPECS:
         tool = GatewayTool.from_function(spec.fn, title=spec.title, annotations=spec.annotations)
         tool.scope = spec.scope
         tool.service = spec.service
         tool.max_arg_chars = max_arg_chars
+        tool.calls = calls
         # Results are built from proto descriptors, so is their schema; the SDK publishes it as outputSchema.
         tool.fn_metadata.output_schema = spec.output_schema
         tools.append(tool)

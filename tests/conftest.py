@@ -10,6 +10,12 @@ import os
 from pathlib import Path
 
 import pytest
+from grpc.experimental.aio import init_grpc_aio
+
+# Every test runs on an event loop of its own, so gRPC's asyncio layer would shut down whenever its
+# last object is garbage-collected, joining its poller thread; that join can block for ever
+# (grpc/grpc#22365, #40989), which hung the suite at random places. Held open here for the session.
+init_grpc_aio()
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = REPO_ROOT.parent / "shared"

@@ -1,8 +1,12 @@
-"""The CLI waits for a service that is still starting, and not for one that is not running."""
+"""The CLI waits for a service that is still starting, and not for one that is not running; `up` checks
+where it may listen before it starts anything."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,3 +44,15 @@ async def test_a_service_that_never_serves_is_reported_by_name(starting_service:
 async def test_a_service_that_is_not_running_is_not_waited_for(tmp_path: Path, capsys) -> None:
     await asyncio.wait_for(when_ready("query", f"unix://{tmp_path / 'absent.sock'}", timeout=600), 5)
     assert capsys.readouterr().err == ""
+
+
+def test_up_beyond_loopback_without_tokens_is_refused_in_one_line_before_anything_starts(tmp_path: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if key != "GATEWAY_TOKENS"}
+    env["ALEXANDRIA_DATA_DIR"] = str(tmp_path / "var")
+    done = subprocess.run([str(Path(sys.executable).with_name("alexandria")), "up", "--host", "0.0.0.0"],
+                          env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1
+    refusal = ("error: Refusing to serve HTTP on '0.0.0.0', beyond loopback, without API tokens. Set GATEWAY_TOKENS "
+               """(e.g. '{"<secret>": ["read", "ingest"]}') or bind GATEWAY_HOST=127.0.0.1.""")
+    assert done.stderr.strip().splitlines() == [refusal]
+    assert not (tmp_path / "var" / "run").exists(), "nothing was started before the refusal"

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import yaml
 
+from alexandria.settings import GatewaySettings
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -52,3 +54,11 @@ def test_settings_named_in_compose_exist() -> None:
             continue
         for var in spec["environment"]:
             assert var in known, f"{name}: {var} is no setting"
+
+
+def test_every_service_restarts_after_a_crash_and_the_gateway_may_finish_its_calls() -> None:
+    services = _compose()["services"]
+    for name, spec in services.items():
+        assert spec.get("restart") in ("unless-stopped", "always", "on-failure"), name
+    grace = services["gateway"]["stop_grace_period"]
+    assert grace.endswith("s") and int(grace[:-1]) > GatewaySettings().gateway_shutdown_grace_s

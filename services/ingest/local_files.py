@@ -6,6 +6,7 @@ the allowed roots, so a link inside a root pointing outside it is refused too.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,9 @@ from alexandria.settings import IngestSettings
 FORMATS = {".epub": "EPUB", ".pdf": "PDF", ".txt": "TXT", ".md": "MD", ".markdown": "MD", ".html": "HTML",
            ".htm": "HTML", ".xhtml": "HTML"}
 BYTES_PER_MB = 1024 * 1024
+# Linux's limits (NAME_MAX, PATH_MAX): a longer name cannot exist, and asking the OS about it fails.
+NAME_MAX_BYTES = 255
+PATH_MAX_BYTES = 4096
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,18 @@ def file_format(path: Path) -> str:
         supported = ", ".join(sorted(set(FORMATS.values())))
         raise InvalidArgument(f"Unsupported file format '{path.suffix or path.name}': supported formats are {supported}.")
     return fmt
+
+
+def check_length(raw: str) -> None:
+    """Refuse a path that no file can have, before the OS is asked about it (it answers with an OSError)."""
+    if len(os.fsencode(raw)) > PATH_MAX_BYTES:
+        raise InvalidArgument(f"The path is over {PATH_MAX_BYTES} bytes long, which no file can have; check it.")
+    for part in Path(raw).parts:
+        if len(os.fsencode(part)) > NAME_MAX_BYTES:
+            raise InvalidArgument(
+                f"The path has a name over {NAME_MAX_BYTES} bytes long ('{part[:40]}...'), which no file or folder "
+                "can have; check the path."
+            )
 
 
 @dataclass(frozen=True)
@@ -56,6 +72,7 @@ class LocalRoots:
             )
         if "\x00" in raw:
             raise InvalidArgument("The path contains a NUL character.")
+        check_length(raw)
         candidate = Path(raw).expanduser()
         if not candidate.is_absolute():
             candidate = self.roots[0] / candidate

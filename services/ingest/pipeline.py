@@ -180,13 +180,15 @@ class BookIngestor:
         writer = BookWriter(self.store, collection)
         title = source.title or source.path.stem
         key = (collection, source.book_key)
+        # Claimed before the first await: a second call for the same book, from any entry point, must
+        # find the claim (checked after an await, two calls both passed it and both wrote the book).
         if key in self._in_progress:
             raise AlreadyExists(f"'{title}' is being ingested into '{collection}' right now; wait for it to finish.")
-        await asyncio.to_thread(writer.refuse_if_ingested, source.book_key, title)
-        model = await self.embedder.model_info()
-        await asyncio.to_thread(writer.ensure_collection, model.dimension, model.name)
         self._in_progress.add(key)
         try:
+            await asyncio.to_thread(writer.refuse_if_ingested, source.book_key, title)
+            model = await self.embedder.model_info()
+            await asyncio.to_thread(writer.ensure_collection, model.dimension, model.name)
             outcome = IngestOutcome(
                 title=title,
                 author=" & ".join(source.authors),

@@ -35,15 +35,18 @@ def collection_stats(store: Store, collection: str) -> CollectionStatistics:
         info = store.collection_info(collection)
         if info is None:
             return empty
-        # Only complete books count: a book being written is not in the library yet.
-        books = len(store.facet_counts(collection, f.BOOK_KEY, Filter(must={f.COMPLETE: True})))
+        # Only complete books count: a book being written, or one whose ingest was killed half-way (its
+        # points stay until it is ingested again or removed), is not in the library and no search returns it.
+        complete = Filter(must={f.COMPLETE: True})
+        books = len(store.facet_counts(collection, f.BOOK_KEY, complete))
+        points = store.count(collection, complete)
     except (Unavailable, DeadlineExceeded) as exc:
         log.warning("store unreachable for stats: %s", exc.message)
         return CollectionStatistics(False, collection, 0, 0, UNREACHABLE, 0, "", store.backend)
     return CollectionStatistics(
         connected=True,
         collection_name=info.name,
-        points_count=info.points_count,
+        points_count=points,
         vector_size=info.vector_size,
         status=info.status,
         books=books,

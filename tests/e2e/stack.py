@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 START_TIMEOUT_S = 240
+# Calibre ids of the shared library's books the end-to-end tests ingest.
+MACBETH = 6
+HAMLET = 5
+GUIDES = (7, 8)
 
 
 @dataclass
@@ -25,6 +29,7 @@ class RunningStack:
     url: str
     env: dict[str, str]
     output: list[str] = field(default_factory=list)
+    log: list[str] = field(default_factory=list)  # stderr lines: the launcher's and its children's logs
 
     @property
     def mcp_url(self) -> str:
@@ -61,11 +66,17 @@ def start_stack(data_dir: Path, library: Path, inbox: Path | None = None, extra_
         env.pop(var, None)
     alexandria = Path(sys.executable).with_name("alexandria")
     process = subprocess.Popen(
-        [str(alexandria), "up", "--port", "0"], env=env, stdout=subprocess.PIPE, stderr=None, text=True,
+        [str(alexandria), "up", "--port", "0"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     announced = threading.Event()
     found: dict[str, str] = {}
     lines: list[str] = []
+    log: list[str] = []
+
+    def read_stderr() -> None:
+        for line in process.stderr:
+            log.append(line)
+            sys.stderr.write(line)  # still shown with a failing test's output
 
     def read_stdout() -> None:
         for line in process.stdout:
@@ -77,7 +88,8 @@ def start_stack(data_dir: Path, library: Path, inbox: Path | None = None, extra_
         announced.set()
 
     threading.Thread(target=read_stdout, daemon=True).start()
+    threading.Thread(target=read_stderr, daemon=True).start()
     if not announced.wait(START_TIMEOUT_S) or "url" not in found:
         process.kill()
         raise RuntimeError(f"the stack did not come up; its output:\n{''.join(lines)}")
-    return RunningStack(process, data_dir, found["url"], env, lines)
+    return RunningStack(process, data_dir, found["url"], env, lines, log)

@@ -7,16 +7,13 @@ import os
 import signal
 from pathlib import Path
 
+import httpx
 import pytest
 from conftest import SHARED_LIBRARY, require_shared
 from mcp import Client
 
 from e2e.mcp_calls import call
-from e2e.stack import RunningStack, start_stack
-
-MACBETH = 6
-HAMLET = 5
-GUIDES = (7, 8)
+from e2e.stack import GUIDES, HAMLET, MACBETH, RunningStack, start_stack
 
 
 @pytest.fixture(autouse=True)
@@ -61,6 +58,30 @@ async def test_ingest_refuse_duplicate_remove_and_reingest_with_other_parameters
         assert not is_error, finer
         assert finer["chunks"] > first["chunks"]
         assert await points(client) == count - removed["chunks_removed"] + finer["chunks"] + finer["parent_chunks"]
+
+
+async def test_two_ingests_of_one_book_at_once_write_it_once(stack: RunningStack) -> None:
+    collection = "concurrent"
+    coarse = {"book_id": GUIDES[0], "collection": collection}
+    fine = {**coarse, "threshold": 0.9, "min_chunk_size": 20, "max_chunk_size": 200}
+    async with Client(stack.mcp_url) as client:
+        await client.list_tools()
+        results = await asyncio.gather(call(client, "alexandria_ingest", fine), call(client, "alexandria_ingest", coarse))
+        try:
+            written = [result for result, is_error in results if not is_error]
+            refused = [result for result, is_error in results if is_error]
+            assert len(written) == 1 and len(refused) == 1, results
+            assert "being ingested" in refused[0]["error"] or "already ingested" in refused[0]["error"]
+            stats, _ = await call(client, "alexandria_stats", {"collection": collection})
+            assert stats["qdrant"]["points_count"] == written[0]["chunks"] + written[0]["parent_chunks"]
+            found, is_error = await call(client, "alexandria_query", {
+                "query": "calibre books library", "collection": collection, "threshold": 0.0, "limit": 20,
+                "search_mode": "lexical"})
+            assert not is_error and found["result_count"] > 0, found
+            texts = [r["text"] for r in found["results"]]
+            assert len(texts) == len(set(texts)), "a passage came back twice"
+        finally:
+            await call(client, "alexandria_remove", {"book_id": GUIDES[0], "collection": collection})
 
 
 async def test_batch_ingest_reports_each_book_and_progress(stack: RunningStack) -> None:
@@ -126,9 +147,19 @@ async def test_paths_outside_the_allowed_folder_are_refused(stack: RunningStack,
         assert is_error and "outside the allowed folders" in listed["error"]
 
 
-async def test_an_ingest_killed_half_way_leaves_nothing_searchable(tmp_path: Path, inbox: Path) -> None:
-    data_dir = tmp_path / "var"
-    first = start_stack(data_dir, SHARED_LIBRARY, inbox)
+async def test_a_name_longer_than_any_file_can_have_is_refused_by_name(stack: RunningStack, inbox: Path) -> None:
+    too_long = "a" * 300
+    async with Client(stack.mcp_url) as client:
+        for tool in ("alexandria_ingest_file", "alexandria_test_chunking_file"):
+            result, is_error = await call(client, tool, {"file_path": str(inbox / f"{too_long}.epub")})
+            assert is_error and "over 255 bytes long" in result["error"], result
+        listed, is_error = await call(client, "alexandria_browse_local", {"path": str(inbox / too_long)})
+        assert is_error and "over 255 bytes long" in listed["error"], listed
+
+
+async def test_a_service_killed_during_an_ingest_restarts_and_shows_nothing_of_the_book(
+        tmp_path: Path, inbox: Path) -> None:
+    stack = start_stack(tmp_path / "var", SHARED_LIBRARY, inbox)
     writing = asyncio.Event()
 
     async def on_progress(done: float, total: float | None, message: str | None) -> None:
@@ -136,25 +167,37 @@ async def test_an_ingest_killed_half_way_leaves_nothing_searchable(tmp_path: Pat
             writing.set()
 
     try:
-        async with Client(first.mcp_url) as client:
+        async with Client(stack.mcp_url) as client:
+            await client.list_tools()
             ingest = asyncio.ensure_future(client.call_tool("alexandria_ingest", {"book_id": HAMLET},
                                                             progress_callback=on_progress))
             await asyncio.wait_for(writing.wait(), timeout=600)
-            os.kill(_services_pid(first), signal.SIGKILL)
-            await asyncio.wait([ingest], timeout=60)
-    finally:
-        first.stop()
-    second = start_stack(data_dir, SHARED_LIBRARY, inbox)
-    try:
-        async with Client(second.mcp_url) as client:
+            killed = _services_pid(stack)
+            os.kill(killed, signal.SIGKILL)
+            broken = await asyncio.wait_for(ingest, 60)
+            assert broken.is_error, "the tool answers, with an error, when its service dies under it"
+
+            await _until_healthy(stack)  # the launcher restarted the services process
+            assert _services_pid(stack) != killed and stack.process.poll() is None
+            stats, _ = await call(client, "alexandria_stats")
+            assert (stats["qdrant"]["books"], stats["qdrant"]["points_count"]) == (0, 0), "no half book counted"
             found, is_error = await call(client, "alexandria_query", {
                 "query": "To be, or not to be", "book_id": HAMLET, "threshold": 0.0, "search_mode": "lexical"})
             assert (is_error and "ingest" in found["error"].lower()) or found["result_count"] == 0, found
             retried, is_error = await call(client, "alexandria_ingest", {"book_id": HAMLET})
             assert not is_error, retried
-            assert await points(client) == retried["chunks"] + retried["parent_chunks"], "leftovers were cleaned"
+            assert await points(client) == retried["chunks"] + retried["parent_chunks"], "the book counted once"
     finally:
-        second.stop()
+        assert stack.stop() == 0
+
+
+async def _until_healthy(stack: RunningStack, timeout: float = 120) -> None:
+    async with httpx.AsyncClient() as http:
+        for _ in range(int(timeout / 0.25)):
+            if (await http.get(f"{stack.url}/health", timeout=5)).status_code == 200:
+                return
+            await asyncio.sleep(0.25)
+    raise AssertionError(f"the stack was not healthy again within {timeout} s")
 
 
 def _services_pid(stack: RunningStack) -> int:

@@ -1,7 +1,10 @@
-"""The stack as a new user meets it: up, healthy, fourteen tools on both transports, clean stop."""
+"""The stack as a new user meets it: up, healthy, fourteen tools on both transports, clean stop; a crashed
+service restarted, one that keeps crashing stopping the stack; Ctrl-C letting a running ingest answer."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 import signal
 import sys
 from pathlib import Path
@@ -11,8 +14,9 @@ import pytest
 from conftest import SHARED_LIBRARY, require_shared
 from mcp import Client, StdioServerParameters
 
+from alexandria.launcher import MAX_RESTARTS
 from e2e.mcp_calls import call
-from e2e.stack import RunningStack, start_stack
+from e2e.stack import HAMLET, RunningStack, start_stack
 
 TOOLS = {
     "alexandria_query", "alexandria_guardians", "alexandria_search", "alexandria_book", "alexandria_stats",
@@ -70,6 +74,59 @@ async def test_ctrl_c_stops_every_process_and_keeps_the_store(tmp_path: Path, in
         assert after["qdrant"]["points_count"] == before["qdrant"]["points_count"] > 0
     finally:
         assert second.stop(signal.SIGTERM) == 0
+
+
+async def test_a_service_that_keeps_crashing_stops_the_stack_with_the_reason(tmp_path: Path, inbox: Path) -> None:
+    stack = start_stack(tmp_path / "var", SHARED_LIBRARY, inbox)
+    killed: list[int] = []
+    try:
+        for _ in range(MAX_RESTARTS + 1):
+            pid = await _next_embedder(stack, killed)
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        assert stack.process.wait(60) == 1
+    finally:
+        stack.stop()
+    restarts = [line for line in stack.log if "embedder exited unexpectedly" in line and "restarting it" in line]
+    assert len(restarts) == MAX_RESTARTS
+    assert any(f"embedder exited (code -9) {MAX_RESTARTS + 1} times within" in line and "stopping the stack" in line
+               for line in stack.log)
+    assert not [pid for pid in killed if Path(f"/proc/{pid}").exists()]
+
+
+async def _next_embedder(stack: RunningStack, killed: list[int], timeout: float = 60) -> int:
+    """The pid of the embedder the launcher runs now, once it is not one already killed."""
+    for _ in range(int(timeout / 0.05)):
+        running = [pid for pid, command in stack.children().items()
+                   if command.endswith("services embedder") and pid not in killed]
+        if running:
+            return running[0]
+        await asyncio.sleep(0.05)
+    raise AssertionError("the launcher did not restart the embedder")
+
+
+async def test_ctrl_c_during_an_ingest_lets_it_finish_and_answer(tmp_path: Path, inbox: Path) -> None:
+    # A grace period the slowest CI machine cannot outrun (the default is 30 s).
+    stack = start_stack(tmp_path / "var", SHARED_LIBRARY, inbox, {"GATEWAY_SHUTDOWN_GRACE_S": "600"})
+    embedding = asyncio.Event()
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        if message and message.startswith("embedded"):
+            embedding.set()
+
+    try:
+        async with Client(stack.mcp_url) as client:
+            await client.list_tools()  # the client checks results against the tools' schemas, listed now
+            ingest = asyncio.ensure_future(client.call_tool("alexandria_ingest", {"book_id": HAMLET},
+                                                            progress_callback=on_progress))
+            await asyncio.wait_for(embedding.wait(), 600)
+            stack.process.send_signal(signal.SIGINT)
+            result = await asyncio.wait_for(ingest, 600)
+        assert not result.is_error, result.structured_content
+        assert result.structured_content["success"] is True and result.structured_content["title"].startswith("Hamlet")
+        assert stack.process.wait(120) == 0
+    finally:
+        stack.stop()
 
 
 @pytest.fixture(autouse=True)

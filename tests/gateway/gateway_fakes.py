@@ -8,6 +8,7 @@ the gateway's mapping: tool parameters -> request fields, response -> contract f
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -255,6 +256,9 @@ class FakeBackend:
     requests: dict[str, list[Message]] = field(default_factory=dict)
     failures: dict[str, BaseException] = field(default_factory=dict)
     ingest_file_result: ingest_pb2.IngestResult = field(default_factory=lambda: INGESTED)
+    # When set, streams pause after their first event until it is set: a call still running.
+    hold: asyncio.Event | None = None
+    cancelled: list[str] = field(default_factory=list)  # streams the caller cancelled
 
     def last(self, method: str) -> Message:
         """The last request `method` received."""
@@ -271,8 +275,14 @@ class FakeBackend:
 
     async def stream(self, method: str, request: Message, events: list[Message]) -> AsyncIterator[Message]:
         self.record(method, request)
-        for event in events:
+        for n, event in enumerate(events):
             yield event
+            if n == 0 and self.hold is not None:
+                try:
+                    await self.hold.wait()
+                except asyncio.CancelledError:
+                    self.cancelled.append(method)
+                    raise
 
 
 def _progress_events(event_type: type[Message]) -> list[Message]:

@@ -17,6 +17,7 @@ import pytest
 from gateway_fakes import FakeBackend, gateway_settings
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from starlette.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 
@@ -40,14 +41,14 @@ def tool_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 @asynccontextmanager
 async def serving(gateway: Gateway) -> AsyncIterator[str]:
-    """Serve the gateway over HTTP on a free loopback port; yields its base URL."""
-    app = create_http_app(gateway)
-    sock = bind_socket("127.0.0.1", 0)
-    server = http_server(app)
+    """Serve the gateway over HTTP on a free port of its GATEWAY_HOST; yields its base URL."""
+    host = gateway.settings.gateway_host
+    server = http_server(gateway)
+    sock = bind_socket(host, 0)
     # The socket already listens, so requests queue until uvicorn accepts them: nothing to wait for.
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+        yield f"http://{host}:{sock.getsockname()[1]}"
     finally:
         server.should_exit = True
         await task
@@ -102,8 +103,10 @@ async def test_requests_without_a_valid_token_get_401(tokened_gateway: Gateway) 
         )
     for response in (missing, wrong, not_bearer):
         assert response.status_code == 401
-        assert response.headers["www-authenticate"].startswith("Bearer")
-        assert "Authorization: Bearer" in response.json()["error"]
+        challenge = response.headers["www-authenticate"]
+        assert challenge.startswith("Bearer") and 'error="invalid_token"' in challenge
+        assert "error_description=\"A valid 'Authorization: Bearer <token>'" in challenge
+        assert "Authorization: Bearer" in response.json()["error"]["message"]
 
 
 @pytest.mark.asyncio
@@ -115,7 +118,9 @@ async def test_a_read_token_cannot_call_an_ingest_tool(
         for tool in ("alexandria_ingest", "alexandria_remove", "not_a_tool"):
             response = await http.post(f"{url}/mcp", json=tool_call(tool, {"book_id": 1}), headers=headers)
             assert response.status_code == 403
-            assert f"lacks the 'ingest' scope that {tool} needs" in response.json()["error"]
+            assert 'error="insufficient_scope"' in response.headers["www-authenticate"]
+            error = response.json()
+            assert error["id"] == 1 and f"lacks the 'ingest' scope that {tool} needs" in error["error"]["message"]
     assert "IngestBook" not in backend.requests and "RemoveBook" not in backend.requests
 
 
@@ -230,3 +235,101 @@ async def test_a_one_megabyte_query_under_the_body_limit_is_refused_by_name(
         result = await client.call_tool("alexandria_query", {"query": "x" * 1_000_000})
     assert result.is_error and "'query'" in result.structured_content["error"]
     assert "Search" not in backend.requests
+
+
+@pytest.mark.asyncio
+async def test_an_mcp_client_shows_why_its_token_was_refused(tokened_gateway: Gateway) -> None:
+    async with serving(tokened_gateway) as url:
+        # The client's connection handshake fails inside its task groups, hence the nesting.
+        refused = pytest.RaisesGroup(
+            pytest.RaisesExc(MCPError, match="Authorization: Bearer <token>"), flatten_subgroups=True
+        )
+        with refused:
+            async with mcp_client(url, {"Authorization": "Bearer nope"}) as client:
+                await client.list_tools()
+        async with mcp_client(url, {"Authorization": "Bearer read-secret"}) as client:
+            with pytest.raises(MCPError, match="lacks the 'ingest' scope that alexandria_ingest needs"):
+                await client.call_tool("alexandria_ingest", {"book_id": 1})
+
+
+@pytest.mark.asyncio
+async def test_deeply_nested_json_with_a_token_is_a_parse_error(tokened_gateway: Gateway) -> None:
+    async with serving(tokened_gateway) as url, httpx2.AsyncClient() as http:
+        response = await http.post(
+            f"{url}/mcp", content="[" * 100_000, headers={**ACCEPT, "Authorization": "Bearer full-secret"}
+        )
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32700
+
+
+@pytest.mark.asyncio
+async def test_a_gateway_bound_to_another_loopback_address_accepts_its_own_name(
+    socket_dir: Path, fake_servers: dict[str, ServiceServer]
+) -> None:
+    gateway = create_app(gateway_settings(socket_dir, gateway_host="127.0.0.2", gateway_tokens=TOKENS))
+    async with serving(gateway) as url:
+        assert url.startswith("http://127.0.0.2:")
+        async with mcp_client(url, {"Authorization": "Bearer read-secret"}) as client:
+            assert len((await client.list_tools()).tools) == 14
+
+
+async def _stop_during_an_ingest(gateway: Gateway, backend: FakeBackend, finish: bool) -> Any:
+    """Start an ingest, stop the gateway the way SIGINT/SIGTERM do while the ingest runs, then let it
+    finish (or not); returns what the client got."""
+    backend.hold = asyncio.Event()
+    started = asyncio.Event()
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        started.set()
+
+    server = http_server(gateway)
+    sock = bind_socket("127.0.0.1", 0)
+    serving_task = asyncio.create_task(server.serve(sockets=[sock]))
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    try:
+        async with mcp_client(url) as client:
+            await client.list_tools()  # the client checks results against the tools' schemas, listed now
+            ingest = asyncio.ensure_future(
+                client.call_tool("alexandria_ingest", {"book_id": 1}, progress_callback=on_progress)
+            )
+            await asyncio.wait_for(started.wait(), 30)
+            server.should_exit = True  # what uvicorn's SIGINT/SIGTERM handler does
+            while not gateway.calls.stopping:
+                await asyncio.sleep(0.01)
+            if finish:
+                backend.hold.set()
+            return await asyncio.wait_for(ingest, 60)
+    finally:
+        server.should_exit = True
+        await serving_task
+
+
+@pytest.mark.asyncio
+async def test_a_call_running_when_the_gateway_stops_finishes_and_answers(
+    socket_dir: Path, fake_servers: dict[str, ServiceServer], backend: FakeBackend
+) -> None:
+    gateway = create_app(gateway_settings(socket_dir, gateway_shutdown_grace_s=30))
+    result = await _stop_during_an_ingest(gateway, backend, finish=True)
+    assert not result.is_error and result.structured_content["chunks"] == 202
+    assert backend.cancelled == []
+
+
+@pytest.mark.asyncio
+async def test_a_call_still_running_after_the_grace_period_is_cancelled_with_a_clear_error(
+    socket_dir: Path, fake_servers: dict[str, ServiceServer], backend: FakeBackend
+) -> None:
+    gateway = create_app(gateway_settings(socket_dir, gateway_shutdown_grace_s=0.5))
+    result = await _stop_during_an_ingest(gateway, backend, finish=False)
+    assert result.is_error
+    error = result.structured_content["error"]
+    assert "within the 0.5 s grace period (GATEWAY_SHUTDOWN_GRACE_S)" in error and "alexandria_ingest" in error
+    await asyncio.sleep(0.5)  # the cancellation travels to the service
+    assert backend.cancelled == ["IngestBook"]
+
+
+@pytest.mark.asyncio
+async def test_a_stopping_gateway_refuses_new_calls(served_gateway: Gateway) -> None:
+    async with Client(served_gateway.mcp) as client:
+        served_gateway.calls.stop()
+        result = await client.call_tool("alexandria_stats", {})
+    assert result.is_error and "shutting down" in result.structured_content["error"]

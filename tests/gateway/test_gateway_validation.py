@@ -11,6 +11,7 @@ from gateway_fakes import FakeBackend
 from mcp import Client
 
 from gateway.app import Gateway
+from gateway.shutdown import ToolCalls
 from gateway.tools import build_tools
 
 # tool, arguments, text the error must contain
@@ -85,4 +86,4 @@ async def test_bad_arguments_are_refused_naming_the_parameter(
 
 
 def test_every_tool_is_in_the_suite() -> None:
-    assert {tool.name for tool in build_tools(max_arg_chars=4096)} == {tool for tool, _, _ in BAD_ARGUMENTS}
+    assert {tool.name for tool in build_tools(4096, ToolCalls(30.0))} == {tool for tool, _, _ in BAD_ARGUMENTS}

@@ -310,8 +310,9 @@ async def test_collection_stats(stack: Stack) -> None:
     stats = await stack.query.GetCollectionStats(request, timeout=10)
     assert (stats.connected, stats.collection_name, stats.backend, stats.status) == (True, "stats", "embedded", "green")
     assert stats.books == 2  # the unfinished book is not counted
-    # Pride and Prejudice: 2 chapters + 8 children; Emma: 2 flat chunks; the unfinished book: 1 + 1.
-    assert stats.points_count == 14 and stats.vector_size == 384 and stats.model == stack.model_name
+    # Pride and Prejudice: 2 chapters + 8 children; Emma: 2 flat chunks. Not the unfinished book's 1 + 1, which
+    # no search returns (an ingest killed half-way leaves such points until the book is ingested again).
+    assert stats.points_count == 12 and stats.vector_size == 384 and stats.model == stack.model_name
     default = await stack.query.GetCollectionStats(query_pb2.GetCollectionStatsRequest(), timeout=10)
     assert default.collection_name == COLLECTION and default.books == 2
     missing = await stack.query.GetCollectionStats(query_pb2.GetCollectionStatsRequest(collection="nothing"), timeout=10)
