@@ -17,13 +17,15 @@ import os
 import sys
 from collections.abc import AsyncIterator
 
+from google.protobuf.message import Message
 from grpc import aio
 
 from alexandria.clients import ServiceClient, health_status, wait_until_serving
+from alexandria.enums import enum_word
 from alexandria.errors import AlexandriaError, Unavailable
 from alexandria.logs import configure_logging
-from alexandria.progress import progress_bar
-from alexandria.settings import ClientSettings, CommonSettings, GatewaySettings
+from alexandria.progress import follow, progress_bar
+from alexandria.settings import ClientSettings, CommonSettings, GatewaySettings, StackSettings
 from alexandria.stack import StackLayout
 from alexandria.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
 
@@ -33,20 +35,18 @@ def _progress_line(progress: common_pb2.Progress) -> str:
     return f"\r{bar} {progress.stage:<8} {progress.message[:60]:<60}"
 
 
-async def _follow(events: AsyncIterator, result_field: str):
-    """Draw progress events on stderr; return the stream's result message."""
-    result = None
-    async for event in events:
-        kind = event.WhichOneof("event")
-        if kind == "progress":
-            print(_progress_line(event.progress), end="", file=sys.stderr, flush=True)
-        elif kind == "row":
-            row = event.row
-            status = ingest_pb2.BatchStatus.Name(row.status).removeprefix("BATCH_STATUS_").lower()
-            print(f"\n  {status:<8} {row.title} ({row.chunks} chunks){' - ' + row.error if row.error else ''}",
-                  file=sys.stderr)
-        elif kind == result_field:
-            result = getattr(event, result_field)
+async def _follow(events: AsyncIterator) -> Message:
+    """Draw a stream's progress and batch rows on stderr; return its result message."""
+
+    async def draw(progress: common_pb2.Progress) -> None:
+        print(_progress_line(progress), end="", file=sys.stderr, flush=True)
+
+    async def print_row(row: ingest_pb2.BatchIngestRow) -> None:
+        status = enum_word(ingest_pb2.BatchStatus.DESCRIPTOR, row.status)
+        print(f"\n  {status:<8} {row.title} ({row.chunks} chunks){' - ' + row.error if row.error else ''}",
+              file=sys.stderr)
+
+    result = await follow(events, draw, print_row)
     print(file=sys.stderr)
     return result
 
@@ -90,11 +90,11 @@ async def cmd_ingest(layout: StackLayout, args: argparse.Namespace) -> int:
         if args.file:
             request = ingest_pb2.IngestFileRequest(file_path=args.file, title=args.title or "",
                                                    author=args.author or "", options=options)
-            result = await _follow(ingest.stream("IngestFile", request), "result")
+            result = await _follow(ingest.stream("IngestFile", request))
             print(result.error if result.needs_metadata else f"{result.title}: {result.chunks} chunks")
             return 0 if result.success else 1
         request = ingest_pb2.BatchIngestRequest(book_ids=args.book_ids, limit=50 if args.all else 0, options=options)
-        result = await _follow(ingest.stream("BatchIngest", request), "result")
+        result = await _follow(ingest.stream("BatchIngest", request))
         print(result.summary)
         return 0 if result.failed == 0 else 1
     finally:
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     configure_logging("cli", CommonSettings().alexandria_log_level)
-    layout = StackLayout.from_env()
+    layout = StackLayout.from_settings(StackSettings())
     try:
         if args.command == "up":
             from alexandria.launcher import Stack, run_stack

@@ -24,7 +24,7 @@ import httpx
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from alexandria.settings import REPO_ROOT, GatewaySettings, StoreSettings
-from alexandria.stack import SAMPLE_LIBRARY, SERVICE_ORDER, StackLayout, wait_all_serving
+from alexandria.stack import SAMPLE_LIBRARY, SERVICES, StackLayout, wait_all_serving
 from gateway.binding import require_safe_binding
 
 log = logging.getLogger("launcher")
@@ -68,7 +68,7 @@ class Stack:
         env["ALEXANDRIA_DATA_DIR"] = str(self.layout.data_dir)
         env.setdefault("CALIBRE_LIBRARY_PATH", str(SAMPLE_LIBRARY))
         env.setdefault("LOCAL_INGEST_PATH", str(self.layout.data_dir / "inbox"))
-        for name in SERVICE_ORDER:
+        for name in SERVICES:
             env[f"{name.upper()}_LISTEN"] = self.layout.socket(name)
             env[f"{name.upper()}_ADDR"] = self.layout.socket(name)
         env["GATEWAY_HOST"] = self.gateway_host
@@ -80,7 +80,7 @@ class Stack:
         if StoreSettings().backend == "embedded":
             groups = [["embedder"], ["catalog", "ingest", "query"]]
         else:
-            groups = [[name] for name in SERVICE_ORDER]
+            groups = [[name] for name in SERVICES]
         children = [Child("+".join(g), [python, "-m", "services", *g]) for g in groups]
         gateway = [python, "-m", "gateway", "--transport", self.transport]
         # The gateway first lets running tool calls finish, up to its grace period.

@@ -33,6 +33,17 @@ class CommonSettings(_Env):
     alexandria_log_level: str = "INFO"
 
 
+class StackSettings(_Env):
+    """A local stack (`alexandria up` and the CLI commands that reach it): its data directory, and service
+    addresses that replace its unix sockets when set."""
+
+    alexandria_data_dir: Path = Path("var")
+    embedder_addr: str | None = None
+    catalog_addr: str | None = None
+    ingest_addr: str | None = None
+    query_addr: str | None = None
+
+
 class StoreSettings(_Env):
     """Which Qdrant: a server when QDRANT_HOST, QDRANT_URL or QDRANT_LOCAL_PATH is set, else embedded."""
 

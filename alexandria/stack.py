@@ -7,15 +7,15 @@ the launcher started without any configuration.
 from __future__ import annotations
 
 import asyncio
-import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from alexandria.clients import wait_until_serving
-from alexandria.settings import REPO_ROOT
+from alexandria.settings import REPO_ROOT, StackSettings
 
 SAMPLE_LIBRARY = REPO_ROOT / "tests" / "fixtures" / "library"
-SERVICE_ORDER = ("embedder", "catalog", "ingest", "query")
+# The four services, in the order a stack starts them.
+SERVICES = ("embedder", "catalog", "ingest", "query")
 
 
 @dataclass(frozen=True)
@@ -23,10 +23,12 @@ class StackLayout:
     """Addresses of the four services: unix sockets under the data directory unless *_ADDR says otherwise."""
 
     data_dir: Path
+    overrides: dict[str, str] = field(default_factory=dict)  # service -> address given by *_ADDR
 
     @classmethod
-    def from_env(cls) -> StackLayout:
-        return cls(Path(os.environ.get("ALEXANDRIA_DATA_DIR", "var")).resolve())
+    def from_settings(cls, settings: StackSettings) -> StackLayout:
+        overrides = {name: address for name in SERVICES if (address := getattr(settings, f"{name}_addr"))}
+        return cls(settings.alexandria_data_dir.resolve(), overrides)
 
     @property
     def run_dir(self) -> Path:
@@ -36,10 +38,10 @@ class StackLayout:
         return f"unix://{self.run_dir / f'{service}.sock'}"
 
     def address(self, service: str) -> str:
-        return os.environ.get(f"{service.upper()}_ADDR") or self.socket(service)
+        return self.overrides.get(service) or self.socket(service)
 
     def addresses(self) -> dict[str, str]:
-        return {name: self.address(name) for name in SERVICE_ORDER}
+        return {name: self.address(name) for name in SERVICES}
 
     @property
     def gateway_url_file(self) -> Path:

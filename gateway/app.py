@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Annotated
 
@@ -23,7 +22,8 @@ from pydantic import Field
 from alexandria.clients import ServiceClient
 from alexandria.errors import AlexandriaError, Unavailable
 from alexandria.settings import GatewaySettings
-from alexandria.v1 import catalog_pb2_grpc, ingest_pb2_grpc, query_pb2, query_pb2_grpc
+from alexandria.v1 import query_pb2
+from gateway.backends import Backends
 from gateway.shutdown import ToolCalls
 from gateway.tools import GatewayTool, Scope, build_tools
 
@@ -42,39 +42,6 @@ Alexandria searches inside the user's own ebook library (Calibre and local files
 # Waits between attempts to fetch the prompts while the query service is not up.
 PROMPT_RETRY_FIRST_S = 0.5
 PROMPT_RETRY_MAX_S = 30.0
-
-
-@dataclass
-class Backends:
-    """The gateway's service clients: one long-lived channel per service, opened once by the lifespan."""
-
-    catalog: ServiceClient
-    ingest: ServiceClient
-    query: ServiceClient
-
-    @classmethod
-    def open(cls, settings: GatewaySettings) -> Backends:
-        """Open the three channels (connections are made lazily, on the first call)."""
-        return cls(
-            catalog=ServiceClient(
-                "catalog", settings.catalog_addr, catalog_pb2_grpc.CatalogServiceStub, settings.clients
-            ),
-            ingest=ServiceClient(
-                "ingest", settings.ingest_addr, ingest_pb2_grpc.IngestServiceStub, settings.clients
-            ),
-            query=ServiceClient(
-                "query", settings.query_addr, query_pb2_grpc.QueryServiceStub, settings.clients
-            ),
-        )
-
-    def all(self) -> list[ServiceClient]:
-        """The three clients, in a fixed order."""
-        return [self.catalog, self.ingest, self.query]
-
-    async def close(self) -> None:
-        """Close the three channels."""
-        for client in self.all():
-            await client.close()
 
 
 class Gateway:

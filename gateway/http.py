@@ -38,7 +38,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from alexandria.clients import check_health
 from alexandria.grpc_server import SHUTDOWN_GRACE_S
 from alexandria.settings import GatewaySettings
-from gateway.app import Backends, Gateway
+from gateway.app import Gateway
+from gateway.backends import Backends
 from gateway.binding import ANY_ADDRESS, is_loopback, require_safe_binding
 from gateway.shutdown import ToolCalls
 
@@ -46,7 +47,6 @@ log = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/health"
-HEALTH_TIMEOUT_S = 2.0
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 # JSON-RPC error codes of refused requests, in the range the spec leaves to servers.
 UNAUTHORIZED = -32001
@@ -75,7 +75,7 @@ async def backend_health(backends: Backends) -> dict[str, str]:
     (the words `alexandria status` uses)."""
 
     clients = backends.all()
-    statuses = await asyncio.gather(*(check_health(client.channel, HEALTH_TIMEOUT_S) for client in clients))
+    statuses = await asyncio.gather(*(check_health(client.channel) for client in clients))
     return {client.name: status for client, status in zip(clients, statuses, strict=True)}
 
 

@@ -5,15 +5,14 @@ notifications, and the one result event becomes the tool's result.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import aclosing
 from typing import Any
 
 from google.protobuf.message import Message
 from mcp.server.mcpserver import Context
 
-from alexandria.errors import InternalError
+from alexandria.enums import enum_word
+from alexandria.progress import follow
 from alexandria.v1 import common_pb2, ingest_pb2
-from gateway.results import enum_word
 
 # MCP requires each notification's progress to exceed the last; a repeated value is nudged by this much.
 _NUDGE = 1e-3
@@ -56,8 +55,7 @@ class ProgressRelay:
 
 def describe_row(row: ingest_pb2.BatchIngestRow) -> str:
     """One human line for a finished book of a batch."""
-    status = enum_word(ingest_pb2.BatchStatus.DESCRIPTOR, ingest_pb2.BatchStatus.Name(row.status))
-    line = f"{row.title} (id {row.id}): {status}"
+    line = f"{row.title} (id {row.id}): {enum_word(ingest_pb2.BatchStatus.DESCRIPTOR, row.status)}"
     if row.chunks:
         line += f", {row.chunks} chunks"
     if row.HasField("error"):
@@ -66,18 +64,10 @@ def describe_row(row: ingest_pb2.BatchIngestRow) -> str:
 
 
 async def stream_result(ctx: Context, stream: AsyncIterator[Any]) -> Message:
-    """Relay a stream's progress (and batch rows) and return its result event's message."""
+    """Relay a stream's progress (and batch rows) to the MCP client and return its result message."""
     relay = ProgressRelay(ctx)
-    # Closing the generator ends the call at once if the result was not the last event.
-    async with aclosing(stream):
-        async for event in stream:
-            kind = event.WhichOneof("event")
-            if kind == "progress":
-                await relay.progress(event.progress)
-            elif kind == "row":
-                await relay.note(describe_row(event.row))
-            elif kind == "result":
-                return event.result
-    raise InternalError(
-        "The service ended its stream without a result; the details are in its log. Try again."
-    )
+
+    async def note_row(row: ingest_pb2.BatchIngestRow) -> None:
+        await relay.note(describe_row(row))
+
+    return await follow(stream, relay.progress, note_row)

@@ -12,13 +12,14 @@ the output schemas a client validates against cannot drift from the results.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 from mcp_types import CallToolResult, TextContent
+
+from alexandria.enums import enum_word
 
 INTERNAL_ERROR_MESSAGE = (
     "Internal error in the Alexandria gateway; the details are in its log. Try again later."
@@ -77,22 +78,6 @@ def _contract_value(field: FieldDescriptor, value: Any) -> Any:
 
 def _is_map(field: FieldDescriptor) -> bool:
     return field.cpp_type == FieldDescriptor.CPPTYPE_MESSAGE and field.message_type.GetOptions().map_entry
-
-
-def _enum_prefix(enum: EnumDescriptor) -> str:
-    """`BatchStatus` -> `BATCH_STATUS_`, the prefix every value name of the enum carries (buf style)."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", enum.name).upper() + "_"
-
-
-def enum_word(enum: EnumDescriptor, value_name: str) -> str | None:
-    """The contract's word for an enum value name (`BATCH_STATUS_SUCCESS` -> `success`); UNSPECIFIED is null."""
-    word = value_name.removeprefix(_enum_prefix(enum)).lower()
-    return None if word == "unspecified" else word
-
-
-def enum_number(enum: EnumDescriptor, word: str) -> int:
-    """The enum value for a contract word (`precise` -> `CONTEXT_MODE_PRECISE`); the inverse of `enum_word`."""
-    return enum.values_by_name[_enum_prefix(enum) + word.upper()].number
 
 
 def message_schema(descriptor: Descriptor) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from google.protobuf.descriptor import Descriptor
 from mcp.server.mcpserver import Context
@@ -22,23 +22,21 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import ConfigDict, Field, ValidationError
 
+from alexandria.enums import enum_number
 from alexandria.errors import AlexandriaError, InvalidArgument
 from alexandria.v1 import catalog_pb2, common_pb2, ingest_pb2, query_pb2
+from gateway.backends import Backends
 from gateway.progress import stream_result
 from gateway.results import (
     INTERNAL_ERROR_MESSAGE,
     composite_schema,
     contract_dict,
-    enum_number,
     error_result,
     message_result,
     result_schema,
     tool_result,
 )
 from gateway.shutdown import ToolCalls
-
-if TYPE_CHECKING:
-    from gateway.app import Backends
 
 log = logging.getLogger(__name__)
 

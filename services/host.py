@@ -16,11 +16,11 @@ from alexandria import settings as config
 from alexandria.errors import AlexandriaError
 from alexandria.grpc_server import ServiceServer, serve_until_signal
 from alexandria.logs import configure_logging
+from alexandria.stack import SERVICES
 from alexandria.store import Store, open_store
 
 log = logging.getLogger(__name__)
 
-SERVICES = ("embedder", "catalog", "ingest", "query")
 _USES_STORE = {"catalog", "ingest", "query"}
 _SETTINGS = {
     "embedder": config.EmbedderSettings,

@@ -15,7 +15,8 @@ from pathlib import Path
 from grpc import aio
 
 from alexandria.clients import EmbedderClient, ServiceClient
-from alexandria.errors import AlexandriaError, AlreadyExists, InvalidArgument
+from alexandria.enums import enum_word
+from alexandria.errors import AlexandriaError, AlreadyExists, InvalidArgument, NotFound
 from alexandria.grpc_server import ServiceServer, build_server
 from alexandria.progress import progress_bar
 from alexandria.settings import IngestSettings
@@ -188,7 +189,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
                 row = await self._batch_one(book_id, title, author, collection, params, hierarchical, fmt, book_report)
                 rows.append(row)
                 queue.put_nowait(row)
-                report("batch", 1000 * (n + 1), 1000 * len(books), f"{n + 1}/{len(books)} {title}: {row_status(row)}")
+                report("batch", 1000 * (n + 1), 1000 * len(books), f"{n + 1}/{len(books)} {title}: {enum_word(ingest_pb2.BatchStatus.DESCRIPTOR, row.status)}")
             return batch_result(rows)
 
         async for item in run_with_progress(work):
@@ -310,15 +311,9 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         """A local book by its content when the file is still there, else by the path it was ingested from."""
         try:
             path, _ = self.roots.file(file_path)
-        except AlexandriaError as exc:
-            if "not found" not in exc.message.lower():
-                raise
+        except NotFound:
             return Filter(must={f.FILE_PATH: file_path})
         return Filter(must={f.BOOK_KEY: await asyncio.to_thread(content_key, path)})
-
-
-def row_status(row: ingest_pb2.BatchIngestRow) -> str:
-    return ingest_pb2.BatchStatus.Name(row.status).removeprefix("BATCH_STATUS_").lower()
 
 
 def batch_result(rows: list[ingest_pb2.BatchIngestRow]) -> ingest_pb2.BatchIngestResult:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -51,6 +52,27 @@ async def test_stdio_gateway_against_the_running_stack(stack: RunningStack) -> N
         stats, is_error = await call(client, "alexandria_stats")
     assert {t.name for t in tools} == TOOLS
     assert not is_error and stats["calibre"]["total_books"] == 9
+
+
+async def test_the_terminal_commands_reach_the_running_stack(stack: RunningStack, inbox: Path) -> None:
+    def alexandria(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(Path(sys.executable).with_name("alexandria")), *args], env=stack.env,
+                              capture_output=True, text=True, timeout=600, check=False)
+
+    status = alexandria("status")
+    assert status.returncode == 0 and status.stdout.count("SERVING") >= 4, status
+    missing = alexandria("ingest", "999")
+    assert missing.returncode == 1 and "failed" in missing.stderr and "999" in missing.stderr, missing
+    assert "0/1 succeeded, 0 skipped, 1 failed" in missing.stdout
+    play = inbox / "romeo_and_juliet.txt"
+    ingested = alexandria("ingest", "--file", str(play), "--title", "Romeo and Juliet", "--author", "William Shakespeare")
+    try:
+        assert ingested.returncode == 0 and ingested.stdout.startswith("Romeo and Juliet: "), ingested
+        found = alexandria("query", "two households in fair Verona", "--threshold", "0")
+        assert found.returncode == 0 and "Romeo and Juliet — William Shakespeare" in found.stdout, found
+    finally:
+        async with Client(stack.mcp_url) as client:
+            await call(client, "alexandria_remove", {"file_path": str(play)})
 
 
 async def test_ctrl_c_stops_every_process_and_keeps_the_store(tmp_path: Path, inbox: Path) -> None:

@@ -9,12 +9,11 @@ import jsonschema
 import pytest
 from google.protobuf.message import Message
 
+from alexandria.enums import enum_number, enum_word
 from alexandria.v1 import common_pb2, ingest_pb2, query_pb2
 from gateway.progress import ProgressRelay, describe_row
 from gateway.results import (
     contract_dict,
-    enum_number,
-    enum_word,
     error_result,
     message_result,
     result_schema,

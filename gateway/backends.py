@@ -1,0 +1,42 @@
+"""The gateway's service clients: one long-lived channel per service, opened once by the MCP server's lifespan."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from alexandria.clients import ServiceClient
+from alexandria.settings import GatewaySettings
+from alexandria.v1 import catalog_pb2_grpc, ingest_pb2_grpc, query_pb2_grpc
+
+
+@dataclass
+class Backends:
+    """The gateway's service clients: one long-lived channel per service, opened once by the lifespan."""
+
+    catalog: ServiceClient
+    ingest: ServiceClient
+    query: ServiceClient
+
+    @classmethod
+    def open(cls, settings: GatewaySettings) -> Backends:
+        """Open the three channels (connections are made lazily, on the first call)."""
+        return cls(
+            catalog=ServiceClient(
+                "catalog", settings.catalog_addr, catalog_pb2_grpc.CatalogServiceStub, settings.clients
+            ),
+            ingest=ServiceClient(
+                "ingest", settings.ingest_addr, ingest_pb2_grpc.IngestServiceStub, settings.clients
+            ),
+            query=ServiceClient(
+                "query", settings.query_addr, query_pb2_grpc.QueryServiceStub, settings.clients
+            ),
+        )
+
+    def all(self) -> list[ServiceClient]:
+        """The three clients, in a fixed order."""
+        return [self.catalog, self.ingest, self.query]
+
+    async def close(self) -> None:
+        """Close the three channels."""
+        for client in self.all():
+            await client.close()
