@@ -1,6 +1,6 @@
 # The two commands a new machine needs:
 #   make run    set up, then bring the whole stack up on the embedded store (Ctrl-C stops it)
-#   make test   set up, then run the whole test suite
+#   make test   set up, then lint (ruff) and run the whole test suite
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -22,6 +22,7 @@ run: setup
 	$(BIN)/alexandria up
 
 test: setup
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
 protos: setup

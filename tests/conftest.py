@@ -35,6 +35,13 @@ def require_shared() -> Path:
     pytest.skip(message)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every end-to-end test starts a whole stack: slow by construction."""
+    for item in items:
+        if "e2e" in item.path.parts:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def shared_corpus() -> Path:
     return require_shared()

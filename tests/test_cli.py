@@ -26,14 +26,14 @@ async def starting_service(tmp_path: Path):
 
 
 async def test_waits_for_a_starting_service_until_it_serves(starting_service: ServiceServer, capsys) -> None:
-    async def serve_soon() -> None:
-        await asyncio.sleep(0.3)
-        await starting_service.health.set_serving(True)
-
-    flip = asyncio.create_task(serve_soon())
-    await asyncio.wait_for(when_ready("query", starting_service.address, timeout=30), 10)
-    await flip
-    assert "waiting for the query service to finish starting" in capsys.readouterr().err
+    waiting = asyncio.create_task(when_ready("query", starting_service.address, timeout=30))
+    said = ""
+    while "waiting for the query service to finish starting" not in said:  # it is waiting now
+        assert not waiting.done(), "when_ready returned before the service served"
+        await asyncio.sleep(0)
+        said += capsys.readouterr().err
+    await starting_service.health.set_serving(True)
+    await asyncio.wait_for(waiting, 10)
 
 
 async def test_a_service_that_never_serves_is_reported_by_name(starting_service: ServiceServer) -> None:

@@ -228,6 +228,7 @@ def test_reading_writes_nothing(fixture_copy: Path) -> None:
     assert state() == before
 
 
+@pytest.mark.slow
 def test_a_locked_library_is_unavailable_quickly(fixture_copy: Path) -> None:
     with open_for_writing(fixture_copy) as blocker:
         blocker.execute("BEGIN EXCLUSIVE")  # what Calibre holds while it writes
@@ -252,6 +253,7 @@ def test_rereads_when_calibre_changes_the_library_at_most_once_a_second(fixture_
     assert library.snapshot() is library.snapshot()  # unchanged file: no reread
 
 
+@pytest.mark.slow
 def test_a_locked_reread_serves_the_previous_read(fixture_copy: Path) -> None:
     clock = FakeClock()
     library = CalibreLibrary(fixture_copy, clock=clock)

@@ -210,6 +210,7 @@ async def test_a_path_that_is_no_library_is_not_serving_until_it_is(tmp_path: Pa
         assert await catalog.health() == SERVING
 
 
+@pytest.mark.slow
 async def test_a_locked_library_answers_unavailable(fixture_copy: Path, sockets: Path) -> None:
     with open_for_writing(fixture_copy) as blocker:
         blocker.execute("BEGIN EXCLUSIVE")

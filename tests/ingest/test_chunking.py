@@ -240,6 +240,7 @@ def test_samples_come_from_the_start_middle_and_late() -> None:
     assert preview.samples[1].text == chunked.chunks[4].text and preview.samples[1].locator.chapter_index == 4
 
 
+@pytest.mark.slow
 def test_compare_with_the_real_model_on_a_short_book(shared_corpus: Path) -> None:
     """Whole compare on Twelfth Night, Act I (~5k words) with all-MiniLM-L6-v2 run in process."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
