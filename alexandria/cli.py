@@ -21,6 +21,7 @@ from google.protobuf.message import Message
 from grpc import aio
 
 from alexandria.clients import ServiceClient, health_status, wait_until_serving
+from alexandria.contract import BATCH_LIMIT, QUERY_LIMIT, QUERY_THRESHOLD
 from alexandria.enums import enum_word
 from alexandria.errors import AlexandriaError, Unavailable
 from alexandria.logs import configure_logging
@@ -93,7 +94,7 @@ async def cmd_ingest(layout: StackLayout, args: argparse.Namespace) -> int:
             result = await _follow(ingest.stream("IngestFile", request))
             print(result.error if result.needs_metadata else f"{result.title}: {result.chunks} chunks")
             return 0 if result.success else 1
-        request = ingest_pb2.BatchIngestRequest(book_ids=args.book_ids, limit=50 if args.all else 0, options=options)
+        request = ingest_pb2.BatchIngestRequest(book_ids=args.book_ids, limit=BATCH_LIMIT.high if args.all else 0, options=options)
         result = await _follow(ingest.stream("BatchIngest", request))
         print(result.summary)
         return 0 if result.failed == 0 else 1
@@ -132,15 +133,15 @@ def main(argv: list[str] | None = None) -> None:
     sub.add_parser("status", help="health of every service")
     ingest = sub.add_parser("ingest", help="ingest Calibre books or a local file")
     ingest.add_argument("book_ids", nargs="*", type=int)
-    ingest.add_argument("--all", action="store_true", help="the whole library (up to 50 books)")
+    ingest.add_argument("--all", action="store_true", help=f"the whole library (up to {BATCH_LIMIT.high} books)")
     ingest.add_argument("--file")
     ingest.add_argument("--title")
     ingest.add_argument("--author")
     ingest.add_argument("--format", default="epub", choices=["epub", "pdf"])
     query = sub.add_parser("query", help="ask a question, print cited passages")
     query.add_argument("text")
-    query.add_argument("--limit", type=int, default=5)
-    query.add_argument("--threshold", type=float, default=0.5)
+    query.add_argument("--limit", type=int, default=QUERY_LIMIT.default)
+    query.add_argument("--threshold", type=float, default=QUERY_THRESHOLD.default)
     args = parser.parse_args(argv)
 
     configure_logging("cli", CommonSettings().alexandria_log_level)

@@ -35,13 +35,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from alexandria.clients import ServiceClient
+from alexandria.contract import BOOK_SEARCH_LIMIT
 from alexandria.settings import CatalogSettings, ClientSettings
 from alexandria.v1 import catalog_pb2, catalog_pb2_grpc
-from services.catalog.library import SEARCH_LIMIT, BookQuery, CalibreLibrary
+from services.catalog.library import BookQuery, CalibreLibrary
 from services.catalog.server import create_server
 
 SOURCES = (ROOT.parent / "shared" / "corpus" / "calibre-library", ROOT / "tests" / "fixtures" / "library")
-LIMIT = SEARCH_LIMIT.default
+LIMIT = BOOK_SEARCH_LIMIT.default
 QUERIES: dict[str, BookQuery] = {
     "author, many books": BookQuery(author="austen"),
     "author, a few books": BookQuery(author="shakespeare 12"),

@@ -11,8 +11,8 @@ book into a tuning half and a check half. Tune on the tuning half only; the chec
    kept between runs and only missing books are ingested (the ingest pipeline, default chunking).
 2. Every question is asked through the query domain (`services.query.search.Searcher`, no gRPC in
    front; the query vector comes from an in-process embedder server) in each search mode, at the
-   tool's default threshold and at threshold 0, with limit MAX_LIMIT. The default limit's results
-   are the first DEFAULT_LIMIT of those (the candidate pool does not depend on the limit).
+   tool's default threshold and at threshold 0, with limit QUERY_LIMIT.high. The default limit's results
+   are the first QUERY_LIMIT.default of those (the candidate pool does not depend on the limit).
 3. With the default model, every question is then asked again through the gateway, as an MCP client
    would (the stack as `alexandria up` runs it, on the same store; `alexandria_query` with every
    argument at its default): the same figures, and the query's p50 through the gateway.
@@ -49,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from questions import DEFAULT_CORPUS, SPLITS, Question, book_file, contains_phrase, load_books, load_questions
 
 from alexandria.clients import EmbedderClient
+from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
 from alexandria.logs import configure_logging
 from alexandria.settings import ClientSettings, EmbedderSettings, StoreSettings
 from alexandria.store import Filter, Store, open_store
@@ -60,9 +61,6 @@ from services.ingest.extract import extract_book
 from services.ingest.pipeline import BookFile, BookIngestor, content_key
 from services.ingest.segment import segment
 from services.query.search import (
-    DEFAULT_LIMIT,
-    DEFAULT_THRESHOLD,
-    MAX_LIMIT,
     Passage,
     Searcher,
     SearchMode,
@@ -78,7 +76,7 @@ COLLECTION = "retrieval_bench"
 RECALL_AT = (1, 5, 10, 20)
 MRR_AT = 10
 MODES = (SearchMode.HYBRID, SearchMode.SEMANTIC, SearchMode.LEXICAL)
-THRESHOLDS = {"default": DEFAULT_THRESHOLD, "threshold0": 0.0}
+THRESHOLDS = {"default": QUERY_THRESHOLD.default, "threshold0": 0.0}
 # Questions no book of the set answers: what the default threshold should turn away (with a notice).
 OFF_TOPIC = (
     "How do I replace the brake pads on a car?",
@@ -182,7 +180,7 @@ class Scores:
     questions: int
 
     @classmethod
-    def of(cls, answers: Sequence[Answer], limit: int = MAX_LIMIT) -> Scores:
+    def of(cls, answers: Sequence[Answer], limit: int = QUERY_LIMIT.high) -> Scores:
         n = max(1, len(answers))
         ranks = [a.rank for a in answers]
         return cls(
@@ -197,7 +195,7 @@ class Scores:
                 "empty": self.empty, "questions": self.questions}
 
 
-def by_split(answers: Sequence[Answer], limit: int = MAX_LIMIT) -> dict[str, Scores]:
+def by_split(answers: Sequence[Answer], limit: int = QUERY_LIMIT.high) -> dict[str, Scores]:
     return {split: Scores.of([a for a in answers if a.question.split == split], limit) for split in SPLITS}
 
 
@@ -205,7 +203,7 @@ async def ask_all(searcher: Searcher, questions: Sequence[Question], mode: Searc
     answers = []
     for q in questions:
         outcome = await searcher.search(
-            SearchQuery(q.question, COLLECTION, limit=MAX_LIMIT, threshold=threshold, search_mode=mode), UNLIMITED_BUDGET
+            SearchQuery(q.question, COLLECTION, limit=QUERY_LIMIT.high, threshold=threshold, search_mode=mode), UNLIMITED_BUDGET
         )
         answers.append(Answer(q, answer_rank(outcome.results, q), len(outcome.results)))
     return answers
@@ -337,15 +335,15 @@ async def run(corpus: Path, scratch: Path, models: Sequence[str | None], gateway
     rows: dict[str, dict[str, Scores]] = {}
     for model_run in runs:
         for (mode, label), answers in model_run.answers.items():
-            limit = DEFAULT_LIMIT if label == "default" else MAX_LIMIT
+            limit = QUERY_LIMIT.default if label == "default" else QUERY_LIMIT.high
             rows[f"{model_run.model[:18]} {mode.value} {label}"] = by_split(
                 [Answer(a.question, a.rank if a.rank is None or a.rank < limit else None, min(a.returned, limit))
                  for a in answers] if label == "default" else answers,
                 limit,
             )
     first = runs[0]
-    print(table(f"{len(questions)} questions; 'default' = the tool's defaults (limit {DEFAULT_LIMIT}, threshold "
-                f"{DEFAULT_THRESHOLD}), 'threshold0' = limit {MAX_LIMIT}, threshold 0", rows))
+    print(table(f"{len(questions)} questions; 'default' = the tool's defaults (limit {QUERY_LIMIT.default}, threshold "
+                f"{QUERY_THRESHOLD.default}), 'threshold0' = limit {QUERY_LIMIT.high}, threshold 0", rows))
     print(per_book(first.answers[(SearchMode.HYBRID, "threshold0")]))
     for model_run in runs:
         print(f"{model_run.model}: {model_run.books} books, store {model_run.store_bytes / 1e6:.1f} MB "
@@ -362,7 +360,7 @@ async def run(corpus: Path, scratch: Path, models: Sequence[str | None], gateway
     }
     if gateway:
         answers, seconds = await ask_through_gateway(corpus, scratch / model_slug(models[0]), questions)
-        through = by_split(answers, DEFAULT_LIMIT)
+        through = by_split(answers, QUERY_LIMIT.default)
         p50 = float(np.percentile(np.asarray(seconds) * 1000, 50))
         print(table(f"through the gateway (MCP client, tool defaults): p50 {p50:.1f} ms", {"gateway": through}))
         result["gateway"] = {**summary(through), "p50_ms": round(p50, 2)}

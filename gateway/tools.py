@@ -22,6 +22,16 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import ConfigDict, Field, ValidationError
 
+from alexandria.contract import (
+    BATCH_LIMIT,
+    BOOK_SEARCH_LIMIT,
+    CHUNK_THRESHOLD,
+    MAX_CHUNK_SIZE,
+    MIN_CHUNK_SIZE,
+    PREVIEW_LIMIT,
+    QUERY_LIMIT,
+    QUERY_THRESHOLD,
+)
 from alexandria.enums import enum_number
 from alexandria.errors import AlexandriaError, InvalidArgument
 from alexandria.v1 import catalog_pb2, common_pb2, ingest_pb2, query_pb2
@@ -193,11 +203,9 @@ FormatPreference = Annotated[
 ]
 Threshold = Annotated[
     float,
-    Field(
-        gt=0.0,
-        le=1.0,
-        description="Chunking threshold (cosine similarity): a new chunk starts where neighbouring sentences are "
-        "less similar than this. Higher gives more, smaller chunks.",
+    CHUNK_THRESHOLD.field(
+        "Chunking threshold (cosine similarity): a new chunk starts where neighbouring sentences are "
+        "less similar than this. Higher gives more, smaller chunks."
     ),
 ]
 Language = Annotated[
@@ -208,8 +216,8 @@ Language = Annotated[
         "('eng', 'en' and 'English' alike).",
     ),
 ]
-MinChunkSize = Annotated[int, Field(ge=1, le=100_000, description="Minimum words per chunk.")]
-MaxChunkSize = Annotated[int, Field(ge=1, le=100_000, description="Maximum words per chunk.")]
+MinChunkSize = Annotated[int, MIN_CHUNK_SIZE.field("Minimum words per chunk.")]
+MaxChunkSize = Annotated[int, MAX_CHUNK_SIZE.field("Maximum words per chunk (above min_chunk_size).")]
 Hierarchical = Annotated[
     bool,
     Field(
@@ -258,17 +266,15 @@ def _ingest_options(
 async def alexandria_query(
     ctx: Context,
     query: Annotated[str, Field(min_length=1, description="The question or topic, in natural language.")],
-    limit: Annotated[int, Field(ge=1, le=20, description="How many passages to return.")] = 5,
+    limit: Annotated[int, QUERY_LIMIT.field("How many passages to return.")] = QUERY_LIMIT.default,
     threshold: Annotated[
         float,
-        Field(
-            ge=0.0,
-            le=1.0,
-            description="Minimum relevance (0-1) a passage needs to be returned. At 0.5 (default) passages that "
+        QUERY_THRESHOLD.field(
+            "Minimum relevance (0-1) a passage needs to be returned. At 0.5 (default) passages that "
             "merely share the subject drop out while the answering passages stay; 0 returns the best "
-            "passages whatever their score.",
+            "passages whatever their score."
         ),
-    ] = 0.5,
+    ] = QUERY_THRESHOLD.default,
     context_mode: Annotated[
         Literal["precise", "contextual", "comprehensive"],
         Field(
@@ -368,7 +374,7 @@ async def alexandria_search(
         str | None,
         Field(description="Comma-separated tags; books must have all of them. E.g. 'philosophy, ethics'."),
     ] = None,
-    limit: Annotated[int, Field(ge=1, le=100, description="Maximum number of books.")] = 20,
+    limit: Annotated[int, BOOK_SEARCH_LIMIT.field("Maximum number of books.")] = BOOK_SEARCH_LIMIT.default,
 ) -> CallToolResult:
     """Find books in the Calibre library by author, title, language or tags (metadata, not content).
 
@@ -462,7 +468,7 @@ async def alexandria_ingest_preview(
     format_filter: Annotated[
         Literal["epub", "pdf", "any"], Field(description="Which format a book must have to be listed.")
     ] = "epub",
-    limit: Annotated[int, Field(ge=1, le=50, description="Maximum number of books.")] = 20,
+    limit: Annotated[int, PREVIEW_LIMIT.field("Maximum number of books.")] = PREVIEW_LIMIT.default,
     collection: Collection = None,
 ) -> CallToolResult:
     """Preview which Calibre books could be ingested: the file that would be read (selected_format, file_path)
@@ -493,9 +499,9 @@ async def alexandria_ingest(
     collection: Collection = None,
     format_preference: FormatPreference = "epub",
     hierarchical: Hierarchical = True,
-    threshold: Threshold = 0.55,
-    min_chunk_size: MinChunkSize = 200,
-    max_chunk_size: MaxChunkSize = 1200,
+    threshold: Threshold = CHUNK_THRESHOLD.default,
+    min_chunk_size: MinChunkSize = MIN_CHUNK_SIZE.default,
+    max_chunk_size: MaxChunkSize = MAX_CHUNK_SIZE.default,
 ) -> CallToolResult:
     """Ingest one Calibre book into the searchable collection: extract its text, split it into semantic
     chunks, embed and store them, so alexandria_query can find its passages. Takes from seconds to minutes;
@@ -529,13 +535,13 @@ async def alexandria_batch_ingest(
     ] = None,
     title: Annotated[str | None, Field(min_length=1, description="Select books by title (partial).")] = None,
     language: Language = None,
-    limit: Annotated[int, Field(ge=1, le=50, description="Maximum number of books to ingest.")] = 10,
+    limit: Annotated[int, BATCH_LIMIT.field("Maximum number of books to ingest.")] = BATCH_LIMIT.default,
     collection: Collection = None,
     format_preference: FormatPreference = "epub",
     hierarchical: Hierarchical = True,
-    threshold: Threshold = 0.55,
-    min_chunk_size: MinChunkSize = 200,
-    max_chunk_size: MaxChunkSize = 1200,
+    threshold: Threshold = CHUNK_THRESHOLD.default,
+    min_chunk_size: MinChunkSize = MIN_CHUNK_SIZE.default,
+    max_chunk_size: MaxChunkSize = MAX_CHUNK_SIZE.default,
 ) -> CallToolResult:
     """Ingest several Calibre books, chosen by id or by author/title/language, one after another. Books
     already in the collection are skipped; a failing book does not stop the batch. Each finished book is
@@ -564,9 +570,9 @@ async def alexandria_batch_ingest(
 async def alexandria_test_chunking(
     ctx: Context,
     book_id: BookId,
-    threshold: Threshold = 0.55,
-    min_chunk_size: MinChunkSize = 200,
-    max_chunk_size: MaxChunkSize = 1200,
+    threshold: Threshold = CHUNK_THRESHOLD.default,
+    min_chunk_size: MinChunkSize = MIN_CHUNK_SIZE.default,
+    max_chunk_size: MaxChunkSize = MAX_CHUNK_SIZE.default,
     format_preference: FormatPreference = "epub",
 ) -> CallToolResult:
     """Chunk a Calibre book with the given parameters WITHOUT storing anything, and show the resulting chunk
@@ -592,8 +598,8 @@ async def alexandria_compare_chunking(
     ctx: Context,
     book_id: BookId,
     format_preference: FormatPreference = "epub",
-    min_chunk_size: MinChunkSize = 200,
-    max_chunk_size: MaxChunkSize = 1200,
+    min_chunk_size: MinChunkSize = MIN_CHUNK_SIZE.default,
+    max_chunk_size: MaxChunkSize = MAX_CHUNK_SIZE.default,
 ) -> CallToolResult:
     """Chunk a Calibre book at several thresholds WITHOUT storing anything and compare them: chunk counts and
     sizes, coherence, semantic vs forced breaks with sample breaks, and a recommended threshold.
@@ -654,9 +660,9 @@ async def alexandria_ingest_file(
     ] = None,
     collection: Collection = None,
     hierarchical: Hierarchical = True,
-    threshold: Threshold = 0.55,
-    min_chunk_size: MinChunkSize = 200,
-    max_chunk_size: MaxChunkSize = 1200,
+    threshold: Threshold = CHUNK_THRESHOLD.default,
+    min_chunk_size: MinChunkSize = MIN_CHUNK_SIZE.default,
+    max_chunk_size: MaxChunkSize = MAX_CHUNK_SIZE.default,
 ) -> CallToolResult:
     """Ingest a local book file (not from Calibre) into the searchable collection. If the file's metadata
     lacks a title or author, nothing is written and the result (needs_metadata) says which fields to pass:
@@ -682,9 +688,9 @@ async def alexandria_ingest_file(
 async def alexandria_test_chunking_file(
     ctx: Context,
     file_path: FilePath,
-    threshold: Threshold = 0.55,
-    min_chunk_size: MinChunkSize = 200,
-    max_chunk_size: MaxChunkSize = 1200,
+    threshold: Threshold = CHUNK_THRESHOLD.default,
+    min_chunk_size: MinChunkSize = MIN_CHUNK_SIZE.default,
+    max_chunk_size: MaxChunkSize = MAX_CHUNK_SIZE.default,
 ) -> CallToolResult:
     """Chunk a local book file with the given parameters WITHOUT storing anything, and show chunk statistics
     and sample chunks. Use it to choose parameters before alexandria_ingest_file.

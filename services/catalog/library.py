@@ -49,23 +49,6 @@ BUSY_ATTEMPTS = 4
 PREFERRED_FORMATS = ("EPUB", "PDF")  # what ingest reads best, best first
 
 
-@dataclass(frozen=True)
-class Limit:
-    """A contract's result limit: 0 asks for the default, anything else is held within 1..maximum."""
-
-    default: int
-    maximum: int
-
-    def clamp(self, requested: int) -> int:
-        if requested == 0:
-            return self.default
-        return max(1, min(requested, self.maximum))
-
-
-SEARCH_LIMIT = Limit(default=20, maximum=100)
-PREVIEW_LIMIT = Limit(default=20, maximum=50)
-
-
 class FormatFilter(StrEnum):
     """Which file a preview proposes for ingest (the contract's `format_filter`)."""
 

@@ -17,14 +17,13 @@ from typing import Any, TypeVar
 
 from grpc import aio
 
+from alexandria.contract import BOOK_SEARCH_LIMIT, PREVIEW_LIMIT
 from alexandria.errors import FailedPrecondition, InvalidArgument, Unavailable
 from alexandria.grpc_server import Health, ServiceServer, build_server
 from alexandria.settings import CatalogSettings
 from alexandria.store import Store
 from alexandria.v1 import catalog_pb2, catalog_pb2_grpc
 from services.catalog.library import (
-    PREVIEW_LIMIT,
-    SEARCH_LIMIT,
     Book,
     BookQuery,
     CalibreLibrary,
@@ -145,7 +144,7 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
     async def SearchBooks(
         self, request: catalog_pb2.SearchBooksRequest, context: aio.ServicerContext
     ) -> catalog_pb2.SearchBooksResponse:
-        query, limit = book_query(request), SEARCH_LIMIT.clamp(request.limit)
+        query, limit = book_query(request), BOOK_SEARCH_LIMIT.clamp(request.limit)
         books = await self.in_library(lambda s: s.search(query, limit))
         return catalog_pb2.SearchBooksResponse(books=[summary_message(b) for b in books], count=len(books))
 

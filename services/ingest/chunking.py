@@ -30,12 +30,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from alexandria.contract import CHUNK_THRESHOLD, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
 from alexandria.errors import InvalidArgument
 from alexandria.store.schema import Level
 from services.ingest.documents import (
-    DEFAULT_MAX_CHUNK_SIZE,
-    DEFAULT_MIN_CHUNK_SIZE,
-    DEFAULT_THRESHOLD,
     WORD_PATTERN,
     BreakKind,
     Chapter,
@@ -58,8 +56,6 @@ from services.ingest.segment import MAX_SENTENCE_WORDS
 
 COMPARE_THRESHOLDS = (0.40, 0.45, 0.50, 0.55, 0.60)
 PARENT_EMBED_WORDS = 180
-MIN_CHUNK_SIZE_LIMIT = 10
-MAX_CHUNK_SIZE_LIMIT = 10_000
 SAMPLE_BREAKS = 3
 MAX_FORCED_SHARE = 0.10
 BREAK_CONTEXT_CHARS = 100
@@ -68,40 +64,19 @@ BREAK_CONTEXT_CHARS = 100
 def validate_params(
     threshold: float | None = None, min_chunk_size: int | None = None, max_chunk_size: int | None = None
 ) -> ChunkingParams:
-    """Chunking parameters with defaults for unset (None or 0) values, or InvalidArgument naming the bad one.
-
-    Bounds: 0 < threshold < 1 (a cosine similarity; 0 or 1 would make every or no
-    place a break); min_chunk_size >= 10 words (shorter chunks are fragments that
-    match anything); max_chunk_size between MAX_SENTENCE_WORDS (120: chunks are made
-    of whole sentences, and a sentence may be that long) and 10,000 words (a parent
-    already holds a whole chapter), and above min_chunk_size.
-    """
+    """Chunking parameters with defaults for unset (None or 0) values, or InvalidArgument naming the bad one
+    (the bounds are the contract's, alexandria.contract)."""
     params = ChunkingParams(
-        threshold if threshold else DEFAULT_THRESHOLD,
-        min_chunk_size if min_chunk_size else DEFAULT_MIN_CHUNK_SIZE,
-        max_chunk_size if max_chunk_size else DEFAULT_MAX_CHUNK_SIZE,
+        threshold if threshold else CHUNK_THRESHOLD.default,
+        min_chunk_size if min_chunk_size else MIN_CHUNK_SIZE.default,
+        max_chunk_size if max_chunk_size else MAX_CHUNK_SIZE.default,
     )
-    if not 0.0 < params.threshold < 1.0:
+    CHUNK_THRESHOLD.check(params.threshold, "it is the cosine similarity below which a chunk may end")
+    MIN_CHUNK_SIZE.check(params.min_chunk_size)
+    MAX_CHUNK_SIZE.check(params.max_chunk_size, f"chunks are made of whole sentences, of up to {MAX_SENTENCE_WORDS} words")
+    if params.max_chunk_size <= params.min_chunk_size:
         raise InvalidArgument(
-            f"threshold must be between 0 and 1 (exclusive), got {params.threshold}: "
-            "it is the cosine similarity "
-            f"below which a chunk may end (default {DEFAULT_THRESHOLD})."
-        )
-    if not MIN_CHUNK_SIZE_LIMIT <= params.min_chunk_size < MAX_CHUNK_SIZE_LIMIT:
-        raise InvalidArgument(
-            f"min_chunk_size must be from {MIN_CHUNK_SIZE_LIMIT} to {MAX_CHUNK_SIZE_LIMIT - 1} words, got "
-            f"{params.min_chunk_size} (default {DEFAULT_MIN_CHUNK_SIZE})."
-        )
-    if (
-        not max(MAX_SENTENCE_WORDS, params.min_chunk_size + 1)
-        <= params.max_chunk_size
-        <= MAX_CHUNK_SIZE_LIMIT
-    ):
-        raise InvalidArgument(
-            f"max_chunk_size must be above min_chunk_size ({params.min_chunk_size}), "
-            f"at least {MAX_SENTENCE_WORDS} "
-            f"(the longest sentence) and at most {MAX_CHUNK_SIZE_LIMIT} words, got {params.max_chunk_size} "
-            f"(default {DEFAULT_MAX_CHUNK_SIZE})."
+            f"max_chunk_size must be above min_chunk_size ({params.min_chunk_size}), got {params.max_chunk_size}."
         )
     return params
 
@@ -385,7 +360,7 @@ def recommend_threshold(
         eligible = [c for c in comparisons if _forced_share(c) == fewest]
     best = max(c.coherence for c in eligible)
     equivalent = [c for c in eligible if c.coherence >= best - noise]
-    chosen = min(equivalent, key=lambda c: (abs(c.threshold - DEFAULT_THRESHOLD), c.threshold))
+    chosen = min(equivalent, key=lambda c: (abs(c.threshold - CHUNK_THRESHOLD.default), c.threshold))
     dropped = [c for c in comparisons if c not in eligible]
     parts = []
     if dropped:
@@ -398,7 +373,7 @@ def recommend_threshold(
         parts.append(
             f"{_thresholds(equivalent)} are equally coherent ({low:.3f}-{high:.3f}, "
             "within two standard errors, "
-            f"{noise:.3f}), so the one nearest the default {DEFAULT_THRESHOLD} is taken"
+            f"{noise:.3f}), so the one nearest the default {CHUNK_THRESHOLD.default} is taken"
         )
     else:
         parts.append(f"{chosen.threshold:.2f} has clearly the most coherent chunks ({chosen.coherence:.3f})")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
 
+from alexandria.contract import CHUNK_THRESHOLD, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
 from alexandria.store.schema import Level
 
 # Runs of letters/digits; an inner apostrophe (straight or curly) keeps a word together
@@ -116,18 +117,13 @@ class Sentence:
     page_end: int | None = None
 
 
-DEFAULT_THRESHOLD = 0.55
-DEFAULT_MIN_CHUNK_SIZE = 200
-DEFAULT_MAX_CHUNK_SIZE = 1200
-
-
 @dataclass(frozen=True)
 class ChunkingParams:
     """Semantic chunking parameters: a cosine similarity and two sizes in words."""
 
-    threshold: float = DEFAULT_THRESHOLD
-    min_chunk_size: int = DEFAULT_MIN_CHUNK_SIZE
-    max_chunk_size: int = DEFAULT_MAX_CHUNK_SIZE
+    threshold: float = CHUNK_THRESHOLD.default
+    min_chunk_size: int = MIN_CHUNK_SIZE.default
+    max_chunk_size: int = MAX_CHUNK_SIZE.default
 
 
 class BreakKind(StrEnum):

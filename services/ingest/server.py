@@ -15,6 +15,7 @@ from pathlib import Path
 from grpc import aio
 
 from alexandria.clients import EmbedderClient, ServiceClient
+from alexandria.contract import BATCH_LIMIT
 from alexandria.enums import enum_word
 from alexandria.errors import AlexandriaError, AlreadyExists, InvalidArgument, NotFound
 from alexandria.grpc_server import ServiceServer, build_server
@@ -34,8 +35,6 @@ from services.ingest.writer import BookWriter
 
 log = logging.getLogger(__name__)
 
-BATCH_DEFAULT_LIMIT = 10
-BATCH_MAX_LIMIT = 50
 FORMATS = {"": "EPUB", "EPUB": "EPUB", "PDF": "PDF"}
 # How much of one book's ingest each stage stands for, so batch progress only moves forward.
 STAGE_WEIGHTS = {"extract": (0.0, 0.05), "embed sentences": (0.05, 0.85), "embed parents": (0.9, 0.05),
@@ -202,8 +201,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
 
     async def _batch_books(self, request: ingest_pb2.BatchIngestRequest) -> list[tuple[int, str, str]]:
         """(id, title, author) of the books a batch covers: the ids given, else a catalog search."""
-        limit = request.limit if request.limit > 0 else BATCH_DEFAULT_LIMIT
-        limit = min(limit, BATCH_MAX_LIMIT)
+        limit = BATCH_LIMIT.clamp(request.limit)
         if request.book_ids:
             return [(book_id, f"book {book_id}", "") for book_id in list(dict.fromkeys(request.book_ids))[:limit]]
         if not (request.author or request.title or request.language):

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
 from alexandria.errors import FailedPrecondition, InvalidArgument, NotFound
 from alexandria.languages import language_spellings
 from alexandria.store import CollectionInfo, Filter, Hit, PointRecord, SparseVector, Store, call_store
@@ -49,9 +50,6 @@ from services.query.ranking import (
 # bench/retrieval.py (222 questions over 13 books): hybrid finds more answers in the top five than
 # either mode alone, on both halves; the figures are in the README.
 DEFAULT_SEARCH_MODE = SearchMode.HYBRID
-DEFAULT_LIMIT = 5
-MAX_LIMIT = 20
-DEFAULT_THRESHOLD = 0.5
 SEARCHABLE_LEVELS = [f.Level.CHILD.value, f.Level.FLAT.value]
 
 
@@ -76,8 +74,8 @@ class SearchQuery:
 
     text: str
     collection: str
-    limit: int = DEFAULT_LIMIT
-    threshold: float = DEFAULT_THRESHOLD
+    limit: int = int(QUERY_LIMIT.default)
+    threshold: float = QUERY_THRESHOLD.default
     context_mode: ContextMode = ContextMode.PRECISE
     search_mode: SearchMode = DEFAULT_SEARCH_MODE
     book_id: int | None = None
@@ -97,12 +95,8 @@ def validate(query: SearchQuery) -> None:
     """Reject what cannot be searched, saying what is allowed."""
     if not query.text.strip():
         raise InvalidArgument("The query is empty; pass the question or words to search for.")
-    if not 1 <= query.limit <= MAX_LIMIT:
-        raise InvalidArgument(f"limit must be between 1 and {MAX_LIMIT} (default {DEFAULT_LIMIT}); got {query.limit}.")
-    if not 0.0 <= query.threshold <= 1.0:
-        raise InvalidArgument(
-            f"threshold is a relevance between 0.0 and 1.0 (default {DEFAULT_THRESHOLD}); got {query.threshold}."
-        )
+    QUERY_LIMIT.check(query.limit)
+    QUERY_THRESHOLD.check(query.threshold, "it is the relevance a passage needs")
     if not query.collection:
         raise InvalidArgument("No collection named; pass one or set QDRANT_COLLECTION.")
 

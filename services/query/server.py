@@ -14,6 +14,7 @@ import numpy as np
 from grpc import aio
 
 from alexandria.clients import EmbedderClient, decode_vectors
+from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
 from alexandria.grpc_server import ServiceServer, build_server
 from alexandria.settings import QuerySettings
 from alexandria.store import Store, open_store
@@ -23,9 +24,7 @@ from services.query.budget import json_size
 from services.query.guardians import Guardian, PromptLibrary, ResponseInstruction
 from services.query.outcome import ContextMode, SearchMode, SearchOutcome
 from services.query.search import (
-    DEFAULT_LIMIT,
     DEFAULT_SEARCH_MODE,
-    DEFAULT_THRESHOLD,
     QueryVector,
     Searcher,
     SearchQuery,
@@ -83,8 +82,8 @@ def search_query(request: query_pb2.SearchRequest, default_collection: str) -> S
     return SearchQuery(
         text=request.query,
         collection=request.collection or default_collection,
-        limit=request.limit or DEFAULT_LIMIT,
-        threshold=request.threshold if request.HasField("threshold") else DEFAULT_THRESHOLD,
+        limit=request.limit or int(QUERY_LIMIT.default),
+        threshold=request.threshold if request.HasField("threshold") else QUERY_THRESHOLD.default,
         context_mode=_CONTEXT_MODES.get(request.context_mode, ContextMode.PRECISE),
         search_mode=_SEARCH_MODES.get(request.search_mode, DEFAULT_SEARCH_MODE),
         book_id=request.book_id if request.HasField("book_id") else None,

@@ -11,16 +11,15 @@ from typing import Any
 
 import pytest
 
+from alexandria.contract import BOOK_SEARCH_LIMIT
 from alexandria.errors import FailedPrecondition, NotFound, Unavailable
 from catalog import expected
 from catalog.scratch import copy_library, open_for_writing
 from services.catalog.library import (
-    SEARCH_LIMIT,
     Book,
     BookQuery,
     CalibreLibrary,
     FormatFilter,
-    Limit,
     parse_calibre_date,
     read_library,
     resolve_file,
@@ -144,7 +143,7 @@ def test_the_traps_of_the_fixture_library() -> None:
 def test_search_filters_of_the_shared_library(
     shared_corpus: Path, query: BookQuery, found: list[int]
 ) -> None:
-    assert ids(read_library(expected.LIBRARIES["shared"]).search(query, SEARCH_LIMIT.maximum)) == found
+    assert ids(read_library(expected.LIBRARIES["shared"]).search(query, BOOK_SEARCH_LIMIT.high)) == found
 
 
 @pytest.mark.parametrize(
@@ -162,7 +161,7 @@ def test_search_filters_of_the_shared_library(
     ],
 )
 def test_search_is_unicode_aware(query: BookQuery, found: list[int]) -> None:
-    assert ids(read_library(expected.LIBRARIES["fixture"]).search(query, SEARCH_LIMIT.maximum)) == found
+    assert ids(read_library(expected.LIBRARIES["fixture"]).search(query, BOOK_SEARCH_LIMIT.high)) == found
 
 
 def test_search_stops_at_the_limit(library_root: Path) -> None:
@@ -171,7 +170,7 @@ def test_search_stops_at_the_limit(library_root: Path) -> None:
 
 @pytest.mark.parametrize(("requested", "granted"), [(0, 20), (-5, 1), (1, 1), (100, 100), (10**9, 100)])
 def test_limits_are_clamped_per_the_contract(requested: int, granted: int) -> None:
-    assert Limit(default=20, maximum=100).clamp(requested) == granted
+    assert BOOK_SEARCH_LIMIT.clamp(requested) == granted
 
 
 def test_unknown_book_is_not_found_with_its_id() -> None:

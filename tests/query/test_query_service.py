@@ -213,8 +213,8 @@ async def test_nothing_above_the_threshold_is_explained(stack: Stack) -> None:
     ("fields", "code", "words"),
     [
         ({"query": "  "}, grpc.StatusCode.INVALID_ARGUMENT, "empty"),
-        ({"query": "x", "limit": 21}, grpc.StatusCode.INVALID_ARGUMENT, "between 1 and 20"),
-        ({"query": "x", "threshold": 1.2}, grpc.StatusCode.INVALID_ARGUMENT, "between 0.0 and 1.0"),
+        ({"query": "x", "limit": 21}, grpc.StatusCode.INVALID_ARGUMENT, "limit must be from 1 to 20"),
+        ({"query": "x", "threshold": 1.2}, grpc.StatusCode.INVALID_ARGUMENT, "threshold must be from 0.0 to 1.0"),
         ({"query": "x", "guardian": "gandalf"}, grpc.StatusCode.INVALID_ARGUMENT, "alan_kay"),
         ({"query": "x", "response_pattern": "haiku"}, grpc.StatusCode.INVALID_ARGUMENT, "steel_man"),
         ({"query": "x", "collection": "nowhere"}, grpc.StatusCode.NOT_FOUND, "'nowhere' does not exist"),

@@ -239,10 +239,10 @@ async def test_precise_fetches_no_context(store, encoder) -> None:
     ("query", "message"),
     [
         (_query("   "), "empty"),
-        (_query(limit=0), "between 1 and 20"),
-        (_query(limit=21), "between 1 and 20"),
-        (_query(threshold=1.5), "between 0.0 and 1.0"),
-        (_query(threshold=-0.1), "between 0.0 and 1.0"),
+        (_query(limit=0), "limit must be from 1 to 20"),
+        (_query(limit=21), "limit must be from 1 to 20"),
+        (_query(threshold=1.5), "threshold must be from 0.0 to 1.0"),
+        (_query(threshold=-0.1), "threshold must be from 0.0 to 1.0"),
     ],
 )
 async def test_bad_arguments_are_refused(store, encoder, query, message) -> None:
