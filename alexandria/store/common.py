@@ -6,8 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from alexandria.errors import FailedPrecondition, NotFound
+from alexandria.errors import NotFound
 from alexandria.store.model import DENSE, SENTENCES, SPARSE, CollectionInfo
+from alexandria.store.records import CollectionModel
+from alexandria.store.schema import MODEL
 
 
 def dense_list(vector: np.ndarray) -> list[float]:
@@ -51,11 +53,8 @@ def collection_not_found(collection: str) -> NotFound:
 
 
 def check_dimension(info: CollectionInfo, dimension: int, metadata: dict[str, Any]) -> CollectionInfo:
-    """Return `info` when its vectors have `dimension` floats, else refuse naming both models."""
+    """Return `info` when its vectors have `dimension` floats, else refuse naming both models. Only the size
+    is the store's to check (one per collection); whether the model is the right one is the caller's."""
     if info.vector_size != dimension:
-        raise FailedPrecondition(
-            f"Collection '{info.name}' holds {info.vector_size}-dimensional vectors "
-            f"(model {info.metadata.get('model', 'unknown')}), but {dimension}-dimensional ones were offered "
-            f"(model {metadata.get('model', 'unknown')}); use another collection or the model that made it."
-        )
+        CollectionModel.of(info).check(info.name, metadata.get(MODEL), dimension)
     return info

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from alexandria.store import Filter, Store, schema
+from alexandria.store import Store, schema
+from alexandria.store.records import complete_books
 from services.catalog.library import Book, BookFile, BookQuery, FormatFilter, LibrarySnapshot, select_file
 
 
@@ -27,8 +28,7 @@ def ingested_book_ids(store: Store | None, collection: str, books: Collection[Bo
     """Which of `books` are wholly in `collection`: one facet query for all of them."""
     if store is None or not books or store.collection_info(collection) is None:
         return frozenset()
-    complete = Filter(must={schema.COMPLETE: True, schema.CALIBRE_ID: [b.id for b in books]})
-    book_keys = store.facet_counts(collection, schema.BOOK_KEY, where=complete)
+    book_keys = complete_books(store, collection, **{schema.CALIBRE_ID: [b.id for b in books]})
     return frozenset(b.id for b in books if book_keys.get(b.uuid, 0) > 0)
 
 

@@ -33,6 +33,7 @@ from alexandria.progress import progress_bar
 from alexandria.store import Store, StoredPoint
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_document
+from alexandria.store.records import BookRecord, ChunkRecord
 from services.ingest.chunking import chunk_book, compare_thresholds, sample_chunks, validate_params
 from services.ingest.documents import (
     Chunk,
@@ -242,16 +243,6 @@ def above_floor(cosines: np.ndarray, floor: float) -> np.ndarray:
     return (cosines - floor) / (1.0 - floor)
 
 
-def _locator_payload(chunk: Chunk | ParentChunk) -> dict:
-    locator = chunk.locator
-    payload = {f.CHAPTER_TITLE: locator.chapter_title, f.CHAPTER_INDEX: locator.chapter_index,
-               f.POSITION: locator.position}
-    if locator.page_start is not None:
-        payload[f.PAGE_START] = locator.page_start
-        payload[f.PAGE_END] = locator.page_end
-    return payload
-
-
 def build_points(
     source: BookFile,
     outcome: IngestOutcome,
@@ -261,39 +252,37 @@ def build_points(
     model: str,
     dimension: int,
 ) -> list[StoredPoint]:
-    """Every point of a book, children first then parents, all written with COMPLETE false."""
-    book = {
-        f.BOOK_KEY: source.book_key,
-        f.BOOK_TITLE: outcome.title,
-        f.AUTHOR: outcome.author,
-        f.AUTHORS: list(source.authors),
-        f.LANGUAGE: outcome.language,
-        f.FILE_PATH: str(source.path),
-        f.FORMAT: source.format,
-        f.MODEL: model,
-        f.DIMENSION: dimension,
-        f.CHUNKING: {"threshold": chunked.params.threshold, "min_chunk_size": chunked.params.min_chunk_size,
-                     "max_chunk_size": chunked.params.max_chunk_size, "hierarchical": chunked.hierarchical},
-        f.INGESTED_AT: datetime.now(UTC).isoformat(timespec="seconds"),
-        f.COMPLETE: False,
-    }
-    if source.calibre_id is not None:
-        book[f.CALIBRE_ID] = source.calibre_id
+    """Every point of a book, children first then parents, all written with `complete` false."""
+    params = chunked.params
+    book = BookRecord(
+        book_key=source.book_key, title=outcome.title, author=outcome.author, authors=source.authors,
+        language=outcome.language, file_path=str(source.path), format=source.format, calibre_id=source.calibre_id,
+        model=model, dimension=dimension,
+        chunking={"threshold": params.threshold, "min_chunk_size": params.min_chunk_size,
+                  "max_chunk_size": params.max_chunk_size, "hierarchical": chunked.hierarchical},
+        ingested_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
     parent_ids = [point_id(source.book_key, f.Level.PARENT, n) for n in range(len(chunked.parents))]
     points = []
     for n, chunk in enumerate(chunked.chunks):
-        payload = {**book, **_locator_payload(chunk), f.TEXT: chunk.text, f.LEVEL: str(chunk.level),
-                   f.WORD_COUNT: chunk.word_count, f.SEQUENCE_INDEX: chunk.sequence_index,
-                   f.SIBLING_COUNT: chunk.sibling_count}
-        if chunk.parent_index is not None:
-            payload[f.PARENT_ID] = parent_ids[chunk.parent_index]
+        record = _record(book, chunk, chunk.level, chunk.sibling_count, sequence_index=chunk.sequence_index,
+                         parent_id=None if chunk.parent_index is None else parent_ids[chunk.parent_index])
         sentences = sentence_vectors[chunk.first_sentence : chunk.end_sentence]
         centroid = sentences.mean(axis=0)
-        points.append(StoredPoint(point_id(source.book_key, str(chunk.level), n),
-                                  centroid / np.linalg.norm(centroid), encode_document(chunk.text), payload,
-                                  sentences))
+        points.append(StoredPoint(point_id(source.book_key, str(chunk.level), n), centroid / np.linalg.norm(centroid),
+                                  encode_document(chunk.text), record.to_payload(), sentences))
     for n, parent in enumerate(chunked.parents):
-        payload = {**book, **_locator_payload(parent), f.TEXT: parent.text, f.LEVEL: str(f.Level.PARENT),
-                   f.WORD_COUNT: parent.word_count, f.SIBLING_COUNT: parent.child_count}
-        points.append(StoredPoint(parent_ids[n], parent_vectors[n], encode_document(parent.text), payload))
+        record = _record(book, parent, f.Level.PARENT, parent.child_count)
+        points.append(StoredPoint(parent_ids[n], parent_vectors[n], encode_document(parent.text), record.to_payload()))
     return points
+
+
+def _record(book: BookRecord, chunk: Chunk | ParentChunk, level: f.Level, sibling_count: int,
+            sequence_index: int = 0, parent_id: str | None = None) -> ChunkRecord:
+    locator = chunk.locator
+    return ChunkRecord(
+        book=book, level=level, text=chunk.text, chapter_title=locator.chapter_title,
+        chapter_index=locator.chapter_index, position=locator.position, word_count=chunk.word_count,
+        sibling_count=sibling_count, sequence_index=sequence_index, parent_id=parent_id,
+        page_start=locator.page_start, page_end=locator.page_end,
+    )

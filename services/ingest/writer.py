@@ -11,9 +11,10 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from alexandria.errors import AlreadyExists, FailedPrecondition, NotFound
+from alexandria.errors import AlreadyExists, NotFound
 from alexandria.store import Filter, Store, StoredPoint
 from alexandria.store import schema as f
+from alexandria.store.records import BookRecord, CollectionModel, complete
 
 # Fixed namespace: a point's id is a pure function of its book key and place in the book.
 POINT_NAMESPACE = uuid.UUID("5f0c4a6e-2f7e-4a57-9a39-0a7e1c1d2b33")
@@ -42,15 +43,9 @@ class BookWriter:
         """Create the collection for this model, or refuse one whose vectors another model made."""
         info = self.store.collection_info(self.collection)
         if info is None:
-            self.store.ensure_collection(self.collection, dimension, {"model": model, "dimension": dimension})
+            self.store.ensure_collection(self.collection, dimension, CollectionModel(model, dimension).to_metadata())
             return
-        recorded_model = info.metadata.get("model")
-        recorded_dim = info.metadata.get("dimension", info.vector_size)
-        if recorded_model not in (None, model) or recorded_dim != dimension:
-            raise FailedPrecondition(
-                f"Collection '{self.collection}' holds vectors of {recorded_model} ({recorded_dim} dims) but the "
-                f"embedder runs {model} ({dimension} dims); use another collection or the same model."
-            )
+        CollectionModel.of(info).check(self.collection, model, dimension)
 
     def _book(self, book_key: str, **more: object) -> Filter:
         return Filter(must={f.BOOK_KEY: book_key, **more})
@@ -58,7 +53,7 @@ class BookWriter:
     def refuse_if_ingested(self, book_key: str, title: str) -> None:
         if self.store.collection_info(self.collection) is None:
             return
-        if self.store.count(self.collection, self._book(book_key, **{f.COMPLETE: True})):
+        if self.store.count(self.collection, complete(**{f.BOOK_KEY: book_key})):
             raise AlreadyExists(
                 f"Book already ingested: '{title}' is in collection '{self.collection}'. "
                 "Remove it first (alexandria_remove) to ingest it again with other parameters."
@@ -79,8 +74,8 @@ class BookWriter:
         records = self.store.scroll(self.collection, where, limit=1)
         if not records:
             raise NotFound(f"No ingested book matches {what} in collection '{self.collection}'.")
-        payload = records[0].payload
-        return payload[f.BOOK_KEY], payload.get(f.BOOK_TITLE, ""), payload.get(f.AUTHOR, "")
+        book = BookRecord.from_payload(records[0].payload)
+        return book.book_key, book.title, book.author
 
     def remove(self, book_key: str, title: str, author: str) -> RemovedBook:
         removed = self.store.delete(self.collection, self._book(book_key))

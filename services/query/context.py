@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 
 from alexandria.store import PointRecord
-from alexandria.store import schema as f
+from alexandria.store.records import ChunkRecord
 from services.query.outcome import ChapterContext, HierarchyStats, NeighbourChunk, Passage, SearchOutcome
 
 # Chapter text kept on each side of a hit in contextual mode (~200 words).
@@ -19,6 +19,11 @@ WINDOW_SEPARATOR = f" {ELLIPSIS} "
 # Words of a hit used to find it in its chapter's text.
 LOCATE_WORDS = 12
 _WHITESPACE = re.compile(r"\s")
+
+
+def neighbour_key(chunk: ChunkRecord) -> tuple[str, int]:
+    """Where a chunk sits among its siblings: (its parent's id, its index)."""
+    return chunk.parent_id or "", chunk.sequence_index
 
 
 def neighbour_positions(results: Sequence[Passage]) -> dict[tuple[str, int], tuple[int, str]]:
@@ -97,17 +102,17 @@ def assemble_context(
         indices = by_parent.get(record.id, [])
         if not indices:
             continue
-        chapter = str(record.payload.get(f.TEXT, ""))
-        text, cut = chapter_window(chapter, [outcome.results[i] for i in indices])
+        chapter = ChunkRecord.from_payload(record.payload)
+        text, cut = chapter_window(chapter.text, [outcome.results[i] for i in indices])
         chapters.append(
             ChapterContext(
                 parent_id=record.id,
-                book_title=str(record.payload.get(f.BOOK_TITLE, "")),
-                author=str(record.payload.get(f.AUTHOR, "")),
-                section_name=str(record.payload.get(f.CHAPTER_TITLE, "")),
+                book_title=chapter.book.title,
+                author=chapter.book.author,
+                section_name=chapter.chapter_title,
                 text=text,
                 trimmed=cut,
-                chapter_words=int(record.payload.get(f.WORD_COUNT) or len(chapter.split())),
+                chapter_words=chapter.word_count,
                 result_indices=tuple(indices),
             )
         )
@@ -115,7 +120,8 @@ def assemble_context(
     wanted = neighbour_positions(outcome.results) if siblings else {}
     neighbours = []
     for record in siblings:
-        key = (str(record.payload.get(f.PARENT_ID)), int(record.payload.get(f.SEQUENCE_INDEX, -1)))
+        chunk = ChunkRecord.from_payload(record.payload)
+        key = neighbour_key(chunk)
         if key in wanted:
             result_index, relation = wanted[key]
             neighbours.append(
@@ -123,9 +129,9 @@ def assemble_context(
                     chunk_id=record.id,
                     result_index=result_index,
                     relation=relation,
-                    sequence_index=key[1],
-                    section_name=str(record.payload.get(f.CHAPTER_TITLE, "")),
-                    text=str(record.payload.get(f.TEXT, "")),
+                    sequence_index=chunk.sequence_index,
+                    section_name=chunk.chapter_title,
+                    text=chunk.text,
                 )
             )
     neighbours.sort(key=lambda n: (n.result_index, n.sequence_index))

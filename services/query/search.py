@@ -34,8 +34,9 @@ from alexandria.languages import language_spellings
 from alexandria.store import CollectionInfo, Filter, Hit, PointRecord, SparseVector, Store, call_store
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_query
+from alexandria.store.records import ChunkRecord, CollectionModel, complete
 from services.query.budget import fit_to_budget
-from services.query.context import assemble_context, neighbour_positions
+from services.query.context import assemble_context, neighbour_key, neighbour_positions
 from services.query.outcome import ContextMode, Locator, Passage, SearchMode, SearchOutcome
 from services.query.ranking import (
     CANDIDATE_POOL,
@@ -101,21 +102,6 @@ def validate(query: SearchQuery) -> None:
         raise InvalidArgument("No collection named; pass one or set QDRANT_COLLECTION.")
 
 
-@dataclass(frozen=True)
-class EmbeddedWith:
-    """The model that made a collection's vectors, as the collection records it."""
-
-    model: str | None
-    dimension: int
-
-    @classmethod
-    def of(cls, info: CollectionInfo) -> EmbeddedWith:
-        return cls(info.metadata.get(f.MODEL), info.vector_size)
-
-    def matches(self, query_vector: QueryVector) -> bool:
-        return self.model == query_vector.model and self.dimension == query_vector.vector.shape[0]
-
-
 def check_collection(collection: str, info: CollectionInfo | None, query_vector: QueryVector) -> None:
     """The collection exists, holds points, and was embedded by the model that embedded the query."""
     if info is None:
@@ -125,14 +111,7 @@ def check_collection(collection: str, info: CollectionInfo | None, query_vector:
         )
     if info.points_count == 0:
         raise FailedPrecondition(f"Collection '{collection}' is empty; ingest a book into it before searching.")
-    recorded = EmbeddedWith.of(info)
-    if not recorded.matches(query_vector):
-        dimension = int(query_vector.vector.shape[0])
-        raise FailedPrecondition(
-            f"Collection '{collection}' was embedded with model {recorded.model} ({recorded.dimension} dims) but the "
-            f"embedder runs {query_vector.model} ({dimension} dims); run the embedder with {recorded.model}, "
-            "or search a collection ingested with the current model."
-        )
+    CollectionModel.of(info).check(collection, query_vector.model, int(query_vector.vector.shape[0]))
 
 
 class Searcher:
@@ -141,7 +120,7 @@ class Searcher:
     def __init__(self, store: Store, encoder: QueryEncoder) -> None:
         self.store = store
         self.encoder = encoder
-        self._embedded_with: dict[str, EmbeddedWith] = {}
+        self._embedded_with: dict[str, CollectionModel] = {}
 
     async def search(self, query: SearchQuery, budget_chars: int, reserved_chars: int = 0) -> SearchOutcome:
         """Search, assemble the context the mode asks for, and fit the response in `budget_chars`.
@@ -188,11 +167,11 @@ class Searcher:
             )
         else:
             query_vector = await self.encoder.encode(text)
-            if remembered.matches(query_vector):
+            if remembered.matches(query_vector.model, int(query_vector.vector.shape[0])):
                 return query_vector
             info = await call_store(self.store, self.store.collection_info, collection)
         check_collection(collection, info, query_vector)
-        self._embedded_with[collection] = EmbeddedWith.of(info)
+        self._embedded_with[collection] = CollectionModel.of(info)
         return query_vector
 
     async def _rank(self, query: SearchQuery, query_vector: QueryVector, terms: SparseVector) -> Ranked:
@@ -209,7 +188,7 @@ class Searcher:
         )
         order = best_first(scores)
         best = order[:RERANK_DEPTH]
-        reranked = await self.encoder.rerank(query.text, [str(hits[i].payload.get(f.TEXT, "")) for i in best])
+        reranked = await self.encoder.rerank(query.text, [ChunkRecord.from_payload(hits[i].payload).text for i in best])
         if reranked is not None:
             order = [best[i] for i in best_first(reranked)]
             return Ranked([hits[i] for i in order], [float(score) for score in np.sort(reranked)[::-1]])
@@ -233,7 +212,7 @@ class Searcher:
             return [], []
         parents = [
             r for r in self.store.retrieve(collection, parent_ids)
-            if r.payload.get(f.COMPLETE) is True and r.payload.get(f.LEVEL) == f.Level.PARENT
+            if (chunk := ChunkRecord.from_payload(r.payload)).book.complete and chunk.level == f.Level.PARENT
         ]
         if not with_siblings:
             return parents, []
@@ -246,22 +225,22 @@ class Searcher:
         # the few extra points it can match are dropped here.
         records = self.store.scroll(
             collection,
-            Filter(must={f.PARENT_ID: wanted_parents, f.SEQUENCE_INDEX: wanted_indices, f.COMPLETE: True}),
+            complete(**{f.PARENT_ID: wanted_parents, f.SEQUENCE_INDEX: wanted_indices}),
             limit=len(wanted_parents) * len(wanted_indices),
         )
-        return parents, [r for r in records if (r.payload.get(f.PARENT_ID), r.payload.get(f.SEQUENCE_INDEX)) in wanted]
+        return parents, [r for r in records if neighbour_key(ChunkRecord.from_payload(r.payload)) in wanted]
 
 
 def search_filter(query: SearchQuery) -> Filter:
     """Complete, searchable (non-chapter) points, narrowed by the query's optional filters."""
-    must: dict[str, Any] = {f.COMPLETE: True, f.LEVEL: SEARCHABLE_LEVELS}
+    must: dict[str, Any] = {f.LEVEL: SEARCHABLE_LEVELS}
     if query.book_id is not None:
         must[f.CALIBRE_ID] = query.book_id
     if query.language:
         must[f.LANGUAGE] = language_spellings(query.language)
     # Whole words of the author field, any case: "austen" finds "Jane Austen".
     text = {f.AUTHOR: query.author} if query.author and query.author.strip() else {}
-    return Filter(must=must, text=text)
+    return dataclasses.replace(complete(**must), text=text)
 
 
 def contains_every_term(terms: SparseVector, hit: Hit) -> bool:
@@ -291,33 +270,30 @@ def select_passages(
     return selected, best_dropped
 
 
-def _optional_int(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
 def passage_from_payload(chunk_id: str, score: float, payload: dict[str, Any], matched_lexically: bool) -> Passage:
-    chapter_title = str(payload.get(f.CHAPTER_TITLE, ""))
+    chunk = ChunkRecord.from_payload(payload)
+    book = chunk.book
     return Passage(
         chunk_id=chunk_id,
         score=score,
-        text=str(payload.get(f.TEXT, "")),
-        book_title=str(payload.get(f.BOOK_TITLE, "")),
-        author=str(payload.get(f.AUTHOR, "")),
-        section_name=chapter_title,
+        text=chunk.text,
+        book_title=book.title,
+        author=book.author,
+        section_name=chunk.chapter_title,
         locator=Locator(
-            chapter_title=chapter_title,
-            chapter_index=int(payload.get(f.CHAPTER_INDEX, 0)),
-            position=int(payload.get(f.POSITION, 0)),
-            page_start=_optional_int(payload.get(f.PAGE_START)),
-            page_end=_optional_int(payload.get(f.PAGE_END)),
+            chapter_title=chunk.chapter_title,
+            chapter_index=chunk.chapter_index,
+            position=chunk.position,
+            page_start=chunk.page_start,
+            page_end=chunk.page_end,
         ),
-        book_key=str(payload.get(f.BOOK_KEY, "")),
-        calibre_id=_optional_int(payload.get(f.CALIBRE_ID)),
-        file_path=str(payload.get(f.FILE_PATH, "")),
-        language=str(payload.get(f.LANGUAGE, "")),
-        parent_id=str(payload.get(f.PARENT_ID) or ""),
-        sequence_index=int(payload.get(f.SEQUENCE_INDEX, 0)),
-        sibling_count=int(payload.get(f.SIBLING_COUNT, 0)),
+        book_key=book.book_key,
+        calibre_id=book.calibre_id,
+        file_path=book.file_path,
+        language=book.language,
+        parent_id=chunk.parent_id or "",
+        sequence_index=chunk.sequence_index,
+        sibling_count=chunk.sibling_count,
         matched_lexically=matched_lexically,
     )
 

@@ -18,7 +18,7 @@ from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
 from alexandria.grpc_server import ServiceServer, build_server
 from alexandria.settings import QuerySettings
 from alexandria.store import Store, open_store
-from alexandria.store import schema as f
+from alexandria.store.records import CollectionModel
 from alexandria.v1 import common_pb2, embedder_pb2, query_pb2, query_pb2_grpc
 from services.query.budget import json_size
 from services.query.guardians import Guardian, PromptLibrary, ResponseInstruction
@@ -237,7 +237,7 @@ async def _become_serving(server: ServiceServer, embedder: EmbedderClient, store
     """Flip health to SERVING once the embedder answers with its model; warn early if the collection's differs."""
     model = await embedder.wait_until_ready()
     info = await asyncio.to_thread(store.collection_info, collection)
-    recorded = info.metadata.get(f.MODEL) if info else None
+    recorded = CollectionModel.of(info).name if info else None
     if recorded is not None and recorded != model.name:
         log.warning(
             "collection '%s' was embedded with %s but the embedder runs %s: searches will fail until they match",

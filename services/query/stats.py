@@ -6,8 +6,8 @@ import logging
 from dataclasses import dataclass
 
 from alexandria.errors import DeadlineExceeded, Unavailable
-from alexandria.store import Filter, Store
-from alexandria.store import schema as f
+from alexandria.store import Store
+from alexandria.store.records import CollectionModel, complete, complete_books
 
 log = logging.getLogger(__name__)
 
@@ -37,9 +37,8 @@ def collection_stats(store: Store, collection: str) -> CollectionStatistics:
             return empty
         # Only complete books count: a book being written, or one whose ingest was killed half-way (its
         # points stay until it is ingested again or removed), is not in the library and no search returns it.
-        complete = Filter(must={f.COMPLETE: True})
-        books = len(store.facet_counts(collection, f.BOOK_KEY, complete))
-        points = store.count(collection, complete)
+        books = len(complete_books(store, collection))
+        points = store.count(collection, complete())
     except (Unavailable, DeadlineExceeded) as exc:
         log.warning("store unreachable for stats: %s", exc.message)
         return CollectionStatistics(False, collection, 0, 0, UNREACHABLE, 0, "", store.backend)
@@ -50,6 +49,6 @@ def collection_stats(store: Store, collection: str) -> CollectionStatistics:
         vector_size=info.vector_size,
         status=info.status,
         books=books,
-        model=str(info.metadata.get(f.MODEL, "")),
+        model=CollectionModel.of(info).name or "",
         backend=store.backend,
     )

@@ -56,7 +56,7 @@ def test_dimension_mismatch_is_refused_naming_both_models(store: Store) -> None:
 
     message = refused.value.message
     assert "synthetic-8" in message and "bigger-16" in message
-    assert "8-dimensional" in message and "16-dimensional" in message
+    assert "(8 dims)" in message and "(16 dims)" in message
 
 
 def test_unknown_collection_is_not_found_on_reads_and_writes(store: Store) -> None:

@@ -1,0 +1,156 @@
+"""The store's records as types: what ingest writes into points and collections, and what query, catalog
+and ingest read back, each converted in one place (`to_payload` / `from_payload`).
+
+A book's points all carry its `BookRecord`; each point adds what it is (`ChunkRecord`: a passage, or a
+chapter parent). A collection records the model that made its vectors (`CollectionModel`). Only points
+of books written whole count for users: `complete_books` is the one query for them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from alexandria.errors import FailedPrecondition
+from alexandria.store import schema as f
+from alexandria.store.model import CollectionInfo, Filter, Store
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+@dataclass(frozen=True)
+class BookRecord:
+    """What every point of a book says about the book."""
+
+    book_key: str  # Calibre uuid, or sha256 of a local file's bytes
+    title: str
+    author: str  # authors joined with " & "
+    authors: tuple[str, ...] = ()
+    language: str = ""
+    file_path: str = ""
+    format: str = ""
+    calibre_id: int | None = None
+    model: str = ""
+    dimension: int = 0
+    chunking: dict[str, Any] = field(default_factory=dict)  # threshold, min/max_chunk_size, hierarchical
+    ingested_at: str = ""  # ISO 8601 UTC
+    complete: bool = False  # written false; flipped to true once every point of the book is in
+
+    def to_payload(self) -> dict[str, Any]:
+        payload = {
+            f.BOOK_KEY: self.book_key, f.BOOK_TITLE: self.title, f.AUTHOR: self.author,
+            f.AUTHORS: list(self.authors), f.LANGUAGE: self.language, f.FILE_PATH: self.file_path,
+            f.FORMAT: self.format, f.MODEL: self.model, f.DIMENSION: self.dimension, f.CHUNKING: self.chunking,
+            f.INGESTED_AT: self.ingested_at, f.COMPLETE: self.complete,
+        }
+        if self.calibre_id is not None:
+            payload[f.CALIBRE_ID] = self.calibre_id
+        return payload
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> BookRecord:
+        return cls(
+            book_key=str(payload.get(f.BOOK_KEY, "")),
+            title=str(payload.get(f.BOOK_TITLE, "")),
+            author=str(payload.get(f.AUTHOR, "")),
+            authors=tuple(payload.get(f.AUTHORS) or ()),
+            language=str(payload.get(f.LANGUAGE, "")),
+            file_path=str(payload.get(f.FILE_PATH, "")),
+            format=str(payload.get(f.FORMAT, "")),
+            calibre_id=_optional_int(payload.get(f.CALIBRE_ID)),
+            model=str(payload.get(f.MODEL, "")),
+            dimension=int(payload.get(f.DIMENSION, 0)),
+            chunking=dict(payload.get(f.CHUNKING) or {}),
+            ingested_at=str(payload.get(f.INGESTED_AT, "")),
+            complete=payload.get(f.COMPLETE) is True,
+        )
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    """One point: a passage (a child chunk under a chapter, or a flat chunk) or a chapter parent."""
+
+    book: BookRecord
+    level: f.Level
+    text: str
+    chapter_title: str = ""
+    chapter_index: int = 0
+    position: int = 0  # order of the chunk in the whole book
+    word_count: int = 0
+    sibling_count: int = 0  # a child: the chunks of its chapter; a parent: its children
+    sequence_index: int = 0  # a child's index among its siblings
+    parent_id: str | None = None  # a child's parent point
+    page_start: int | None = None
+    page_end: int | None = None
+
+    def to_payload(self) -> dict[str, Any]:
+        payload = {
+            **self.book.to_payload(), f.LEVEL: str(self.level), f.TEXT: self.text,
+            f.CHAPTER_TITLE: self.chapter_title, f.CHAPTER_INDEX: self.chapter_index, f.POSITION: self.position,
+            f.WORD_COUNT: self.word_count, f.SIBLING_COUNT: self.sibling_count,
+        }
+        if self.level != f.Level.PARENT:
+            payload[f.SEQUENCE_INDEX] = self.sequence_index
+        if self.parent_id is not None:
+            payload[f.PARENT_ID] = self.parent_id
+        if self.page_start is not None:
+            payload[f.PAGE_START] = self.page_start
+            payload[f.PAGE_END] = self.page_end
+        return payload
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> ChunkRecord:
+        text = str(payload.get(f.TEXT, ""))
+        return cls(
+            book=BookRecord.from_payload(payload),
+            level=f.Level(payload.get(f.LEVEL, f.Level.FLAT)),
+            text=text,
+            chapter_title=str(payload.get(f.CHAPTER_TITLE, "")),
+            chapter_index=int(payload.get(f.CHAPTER_INDEX, 0)),
+            position=int(payload.get(f.POSITION, 0)),
+            word_count=int(payload.get(f.WORD_COUNT) or len(text.split())),
+            sibling_count=int(payload.get(f.SIBLING_COUNT, 0)),
+            sequence_index=int(payload.get(f.SEQUENCE_INDEX, 0)),
+            parent_id=payload.get(f.PARENT_ID) or None,
+            page_start=_optional_int(payload.get(f.PAGE_START)),
+            page_end=_optional_int(payload.get(f.PAGE_END)),
+        )
+
+
+@dataclass(frozen=True)
+class CollectionModel:
+    """The model that made a collection's vectors, as the collection records it."""
+
+    name: str | None  # None: a collection that recorded none
+    dimension: int
+
+    def to_metadata(self) -> dict[str, Any]:
+        return {f.MODEL: self.name, f.DIMENSION: self.dimension}
+
+    @classmethod
+    def of(cls, info: CollectionInfo) -> CollectionModel:
+        return cls(info.metadata.get(f.MODEL), int(info.metadata.get(f.DIMENSION, info.vector_size)))
+
+    def matches(self, model: str | None, dimension: int) -> bool:
+        return self.name in (None, model) and self.dimension == dimension
+
+    def check(self, collection: str, model: str | None, dimension: int) -> None:
+        """Refuse vectors of another model (or another size) than the collection's."""
+        if not self.matches(model, dimension):
+            raise FailedPrecondition(
+                f"Collection '{collection}' holds vectors of {self.name or 'an unnamed model'} ({self.dimension} "
+                f"dims) but the embedder runs {model or 'an unnamed model'} ({dimension} dims); run the embedder "
+                "with the collection's model, or use a collection made with the current one."
+            )
+
+
+def complete(**must: Any) -> Filter:
+    """Points of books written whole (the only ones users see), narrowed by `must`."""
+    return Filter(must={f.COMPLETE: True, **must})
+
+
+def complete_books(store: Store, collection: str, **must: Any) -> dict[str, int]:
+    """Book key -> points, of the books written whole into `collection` (narrowed by `must`)."""
+    return store.facet_counts(collection, f.BOOK_KEY, complete(**must))
