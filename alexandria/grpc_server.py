@@ -10,11 +10,13 @@ until SIGINT/SIGTERM and stops them gracefully.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import signal
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from grpc import aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -31,6 +33,10 @@ SERVER_OPTIONS = [
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ("grpc.so_reuseport", 0),
 ]
+
+
+class Closable(Protocol):
+    def close(self) -> Any: ...  # None, or an awaitable for an async resource
 
 
 @dataclass
@@ -74,6 +80,44 @@ class ServiceServer:
         await self.server.stop(grace)
         for callback in self.on_stop:
             await callback()
+
+    def close_on_stop(self, resource: Closable) -> None:
+        """Close `resource` (a store, a client: one this server opened itself) once the server has stopped."""
+
+        async def close() -> None:
+            closing = resource.close()
+            if inspect.isawaitable(closing):
+                await closing
+
+        self.on_stop.append(close)
+
+    def serve_when_ready(self, ready: Callable[[], Awaitable[None]]) -> None:
+        """Once started, flip health to SERVING as soon as `ready()` returns (e.g. the embedder answers).
+
+        It runs in the background, so the other services of the process need not wait for it; its task
+        is kept, cancelled on stop, and a failure is logged (the service then stays NOT_SERVING).
+        """
+        readiness: list[asyncio.Task[None]] = []
+
+        async def become_serving() -> None:
+            await ready()
+            await self.health.set_serving(True)
+
+        def log_failure(task: asyncio.Task[None]) -> None:
+            if not task.cancelled() and task.exception() is not None:
+                log.error("%s stays NOT_SERVING: %s", self.name, task.exception(), exc_info=task.exception())
+
+        async def start() -> None:
+            task = asyncio.create_task(become_serving(), name=f"{self.name}-readiness")
+            task.add_done_callback(log_failure)
+            readiness.append(task)
+
+        async def cancel() -> None:
+            for task in readiness:
+                task.cancel()
+
+        self.on_start.append(start)
+        self.on_stop.insert(0, cancel)
 
 
 def build_server(

@@ -21,7 +21,6 @@ from alexandria.store import Store, open_store
 
 log = logging.getLogger(__name__)
 
-_USES_STORE = {"catalog", "ingest", "query"}
 _SETTINGS = {
     "embedder": config.EmbedderSettings,
     "catalog": config.CatalogSettings,
@@ -30,17 +29,21 @@ _SETTINGS = {
 }
 
 
+def uses_store(name: str) -> bool:
+    """Whether the service reads or writes the store: its settings say which store."""
+    return "store" in _SETTINGS[name].model_fields
+
+
 def build(name: str, store: Store | None) -> ServiceServer:
-    """Create one service's server from its settings (read from the environment here, once)."""
+    """Create one service's server from its settings (read from the environment here, once), handing the
+    services that use the store the one this process opened."""
     module = importlib.import_module(f"services.{name}.server")
-    settings = _SETTINGS[name]()
-    if name in _USES_STORE:
-        return module.create_server(settings, store=store)
-    return module.create_server(settings)
+    shared = {"store": store} if uses_store(name) else {}
+    return module.create_server(_SETTINGS[name](), **shared)
 
 
 async def run(names: list[str]) -> None:
-    store = open_store(config.StoreSettings()) if _USES_STORE.intersection(names) else None
+    store = open_store(config.StoreSettings()) if any(uses_store(name) for name in names) else None
     try:
         servers = [build(name, store) for name in names]
         await serve_until_signal(servers)

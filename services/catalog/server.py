@@ -196,7 +196,7 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
         )
 
 
-def create_server(settings: CatalogSettings, store: Store | None = None) -> ServiceServer:
+def create_server(settings: CatalogSettings, *, store: Store | None = None) -> ServiceServer:
     """The catalog server over CALIBRE_LIBRARY_PATH; `store` answers the previews' already-ingested flags."""
     if store is None:
         log.warning("catalog runs without a store: previews will mark no book as already ingested")

@@ -187,7 +187,7 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
         )
 
 
-def create_server(settings: EmbedderSettings, model: EmbeddingModel | None = None) -> ServiceServer:
+def create_server(settings: EmbedderSettings, *, model: EmbeddingModel | None = None) -> ServiceServer:
     """The embedder server, bound but not started. Starting it loads `settings.embedder_model`
     (unless a loaded `model` is given), runs a warm-up batch, then flips health to SERVING.
 

@@ -10,42 +10,40 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 
 from grpc import aio
 
 from alexandria.clients import EmbedderClient, ServiceClient
-from alexandria.contract import BATCH_LIMIT
-from alexandria.enums import enum_word
-from alexandria.errors import AlexandriaError, AlreadyExists, InvalidArgument, NotFound
+from alexandria.enums import enum_number
+from alexandria.errors import InvalidArgument
 from alexandria.grpc_server import ServiceServer, build_server
 from alexandria.progress import progress_bar
 from alexandria.settings import IngestSettings
-from alexandria.store import Filter, Store
+from alexandria.store import Filter, Store, open_store
 from alexandria.store import schema as f
 from alexandria.store.model import check_collection_name
-from alexandria.v1 import catalog_pb2, catalog_pb2_grpc, common_pb2, ingest_pb2, ingest_pb2_grpc
+from alexandria.v1 import catalog_pb2_grpc, common_pb2, ingest_pb2, ingest_pb2_grpc
+from services.ingest.batch import (
+    BatchBook,
+    BatchRow,
+    BatchSelection,
+    BatchStatus,
+    count,
+    ingest_batch,
+    select_books,
+    summary,
+)
 from services.ingest.chunking import validate_params
 from services.ingest.documents import ChunkingParams, ChunkLocator
-from services.ingest.extract import extract_book
 from services.ingest.local_files import LocalRoots
-from services.ingest.pipeline import BookFile, BookIngestor, IngestOutcome, content_key
+from services.ingest.pipeline import BookFile, BookIngestor, IngestOutcome
 from services.ingest.progress import Report, run_with_progress
+from services.ingest.sources import BookSources
 from services.ingest.writer import BookWriter
 
 log = logging.getLogger(__name__)
 
 FORMATS = {"": "EPUB", "EPUB": "EPUB", "PDF": "PDF"}
-# How much of one book's ingest each stage stands for, so batch progress only moves forward.
-STAGE_WEIGHTS = {"extract": (0.0, 0.05), "embed sentences": (0.05, 0.85), "embed parents": (0.9, 0.05),
-                 "write": (0.95, 0.05)}
-
-
-def book_fraction(stage: str, done: int, total: int) -> float:
-    start, weight = STAGE_WEIGHTS.get(stage, (0.0, 0.0))
-    return start + weight * (done / total if total else 1.0)
-
-
 def format_preference(value: str) -> str:
     try:
         return FORMATS[value.strip().upper()]
@@ -108,6 +106,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         self.store = store
         self.catalog = catalog
         self.roots = LocalRoots.from_settings(settings)
+        self.sources = BookSources(catalog, self.roots)
         self.ingestor = BookIngestor(store, embedder, indexer.request)
 
     def _collection(self, name: str) -> str:
@@ -119,27 +118,12 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         hierarchical = options.hierarchical if options.HasField("hierarchical") else True
         return self._collection(options.collection), params, hierarchical, format_preference(options.format_preference)
 
-    async def _calibre_book(self, book_id: int, preferred_format: str) -> BookFile:
-        resolved = await self.catalog.call(
-            "ResolveBookFile", catalog_pb2.ResolveBookFileRequest(book_id=book_id, format_preference=preferred_format))
-        book = resolved.book
-        return BookFile(Path(resolved.file_path), resolved.format, book.uuid, book.title, tuple(book.authors),
-                        book.language or None, book.id)
-
-    async def _local_book(self, file_path: str, title: str = "", author: str = "", language: str = "") -> BookFile:
-        path, fmt = self.roots.file(file_path)
-        key = await asyncio.to_thread(content_key, path)
-        extracted = await asyncio.to_thread(extract_book, path, fmt)
-        authors = tuple(a.strip() for a in author.split("&") if a.strip()) if author.strip() else extracted.authors
-        return BookFile(path, fmt, key, title.strip() or extracted.title, authors,
-                        language.strip() or extracted.language, None, extracted)
-
     async def _source(self, source: ingest_pb2.BookSource) -> BookFile:
         kind = source.WhichOneof("source")
         if kind == "book_id":
-            return await self._calibre_book(source.book_id, format_preference(source.format_preference))
+            return await self.sources.calibre(source.book_id, format_preference(source.format_preference))
         if kind == "file_path":
-            return await self._local_book(source.file_path)
+            return await self.sources.local(source.file_path)
         raise InvalidArgument("Give a book: either book_id (a Calibre id) or file_path (a local file).")
 
     @staticmethod
@@ -151,7 +135,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         collection, params, hierarchical, fmt = self._options(request.options)
 
         async def work(report: Report) -> ingest_pb2.IngestResult:
-            source = await self._calibre_book(request.book_id, fmt)
+            source = await self.sources.calibre(request.book_id, fmt)
             return result_message(await self.ingestor.ingest(source, collection, params, hierarchical, report))
 
         async for event in self._stream(work, ingest_pb2.IngestEvent):
@@ -162,7 +146,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
 
         async def work(report: Report) -> ingest_pb2.IngestResult:
             report("extract", 0, 1, "reading the file's metadata")
-            source = await self._local_book(request.file_path, request.title, request.author, request.language)
+            source = await self.sources.local(request.file_path, request.title, request.author, request.language)
             await asyncio.to_thread(BookWriter(self.store, collection).refuse_if_ingested, source.book_key,
                                     source.title or source.path.name)
             missing = [name for name, value in (("title", source.title), ("author", source.authors)) if not value]
@@ -175,59 +159,33 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
 
     async def BatchIngest(self, request: ingest_pb2.BatchIngestRequest, context: aio.ServicerContext):
         collection, params, hierarchical, fmt = self._options(request.options)
-        rows: list[ingest_pb2.BatchIngestRow] = []
-        queue: asyncio.Queue = asyncio.Queue()
+        selection = BatchSelection(tuple(request.book_ids), request.author, request.title, request.language,
+                                   request.limit)
+        finished: asyncio.Queue[BatchRow] = asyncio.Queue()
+
+        async def resolve(book: BatchBook) -> tuple[BatchBook, BookFile]:
+            source = await self.sources.calibre(book.id, fmt)
+            return BatchBook(book.id, source.title or book.title, " & ".join(source.authors)), source
+
+        async def ingest(source: BookFile, report: Report) -> int:
+            return (await self.ingestor.ingest(source, collection, params, hierarchical, report)).chunks
 
         async def work(report: Report) -> ingest_pb2.BatchIngestResult:
-            books = await self._batch_books(request)
-            for n, (book_id, title, author) in enumerate(books):
-                def book_report(stage: str, done: int, total: int, message: str = "", n=n, title=title) -> None:
-                    report("batch", round(1000 * (n + book_fraction(stage, done, total))), 1000 * len(books),
-                           f"{n + 1}/{len(books)} {title}: {message}")
-
-                row = await self._batch_one(book_id, title, author, collection, params, hierarchical, fmt, book_report)
-                rows.append(row)
-                queue.put_nowait(row)
-                report("batch", 1000 * (n + 1), 1000 * len(books), f"{n + 1}/{len(books)} {title}: {enum_word(ingest_pb2.BatchStatus.DESCRIPTOR, row.status)}")
-            return batch_result(rows)
+            books = await select_books(selection, self.catalog)
+            rows = await ingest_batch(books, resolve, ingest, report, finished.put_nowait)
+            counted = count(rows)
+            return ingest_pb2.BatchIngestResult(
+                total=len(rows), succeeded=counted[BatchStatus.SUCCESS], skipped=counted[BatchStatus.SKIPPED],
+                failed=counted[BatchStatus.FAILED], results=[row_message(row) for row in rows], summary=summary(rows),
+            )
 
         async for item in run_with_progress(work):
-            while not queue.empty():
-                yield ingest_pb2.BatchIngestEvent(row=queue.get_nowait())
+            while not finished.empty():
+                yield ingest_pb2.BatchIngestEvent(row=row_message(finished.get_nowait()))
             if isinstance(item, common_pb2.Progress):
                 yield ingest_pb2.BatchIngestEvent(progress=item)
             else:
                 yield ingest_pb2.BatchIngestEvent(result=item)
-
-    async def _batch_books(self, request: ingest_pb2.BatchIngestRequest) -> list[tuple[int, str, str]]:
-        """(id, title, author) of the books a batch covers: the ids given, else a catalog search."""
-        limit = BATCH_LIMIT.clamp(request.limit)
-        if request.book_ids:
-            return [(book_id, f"book {book_id}", "") for book_id in list(dict.fromkeys(request.book_ids))[:limit]]
-        if not (request.author or request.title or request.language):
-            raise InvalidArgument("Say which books to ingest: book_ids, or an author, title or language to search by.")
-        found = await self.catalog.call("SearchBooks", catalog_pb2.SearchBooksRequest(
-            author=request.author, title=request.title, language=request.language, limit=limit))
-        return [(b.id, b.title, b.author) for b in found.books]
-
-    async def _batch_one(self, book_id: int, title: str, author: str, collection: str, params: ChunkingParams,
-                         hierarchical: bool, fmt: str, report: Report) -> ingest_pb2.BatchIngestRow:
-        """One book of a batch; whatever happens to it, the batch goes on."""
-        row = ingest_pb2.BatchIngestRow(id=book_id, title=title, author=author)
-        try:
-            source = await self._calibre_book(book_id, fmt)
-            row.title, row.author = source.title or title, " & ".join(source.authors)
-            outcome = await self.ingestor.ingest(source, collection, params, hierarchical, report)
-        except AlreadyExists as exc:
-            row.status, row.error = ingest_pb2.BATCH_STATUS_SKIPPED, exc.message
-        except AlexandriaError as exc:
-            row.status, row.error = ingest_pb2.BATCH_STATUS_FAILED, exc.message
-        except Exception:  # one bad book never stops the batch; the log has the details
-            log.exception("batch ingest of book %d failed", book_id)
-            row.status, row.error = ingest_pb2.BATCH_STATUS_FAILED, "Internal error; the ingest service log has details."
-        else:
-            row.status, row.chunks = ingest_pb2.BATCH_STATUS_SUCCESS, outcome.chunks
-        return row
 
     async def TestChunking(self, request: ingest_pb2.TestChunkingRequest, context: aio.ServicerContext):
         params = validate_params(request.chunking.threshold, request.chunking.min_chunk_size,
@@ -296,7 +254,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         if kind == "book_id":
             where, what = Filter(must={f.CALIBRE_ID: request.book_id}), f"Calibre book id {request.book_id}"
         elif kind == "file_path":
-            where, what = await self._local_filter(request.file_path), f"file {request.file_path}"
+            where, what = await self.sources.local_filter(request.file_path), f"file {request.file_path}"
         else:
             raise InvalidArgument("Say which book to remove: book_id (Calibre id) or file_path.")
         key, title, author = await asyncio.to_thread(writer.find_book_key, where, what)
@@ -305,22 +263,10 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
                                              book_key=removed.book_key, chunks_removed=removed.points,
                                              collection=collection)
 
-    async def _local_filter(self, file_path: str) -> Filter:
-        """A local book by its content when the file is still there, else by the path it was ingested from."""
-        try:
-            path, _ = self.roots.file(file_path)
-        except NotFound:
-            return Filter(must={f.FILE_PATH: file_path})
-        return Filter(must={f.BOOK_KEY: await asyncio.to_thread(content_key, path)})
-
-
-def batch_result(rows: list[ingest_pb2.BatchIngestRow]) -> ingest_pb2.BatchIngestResult:
-    counts = {status: sum(1 for r in rows if r.status == status) for status in
-              (ingest_pb2.BATCH_STATUS_SUCCESS, ingest_pb2.BATCH_STATUS_SKIPPED, ingest_pb2.BATCH_STATUS_FAILED)}
-    succeeded, skipped, failed = counts.values()
-    return ingest_pb2.BatchIngestResult(
-        total=len(rows), succeeded=succeeded, skipped=skipped, failed=failed, results=rows,
-        summary=f"📚 Batch ingest complete: {succeeded}/{len(rows)} succeeded, {skipped} skipped, {failed} failed",
+def row_message(row: BatchRow) -> ingest_pb2.BatchIngestRow:
+    return ingest_pb2.BatchIngestRow(
+        id=row.book.id, title=row.book.title, author=row.book.author,
+        status=enum_number(ingest_pb2.BatchStatus.DESCRIPTOR, row.status), chunks=row.chunks, error=row.error,
     )
 
 
@@ -340,29 +286,31 @@ def needs_metadata_result(source: BookFile, missing: list[str]) -> ingest_pb2.In
     )
 
 
-def create_server(settings: IngestSettings, store: Store) -> ServiceServer:
-    """The ingest server; SERVING once the embedder answers."""
-    embedder = EmbedderClient(settings.embedder_addr, settings.clients)
+def create_server(
+    settings: IngestSettings, *, store: Store | None = None, embedder: EmbedderClient | None = None
+) -> ServiceServer:
+    """The ingest server, SERVING once the embedder answers; it opens (and then owns) the store and embedder
+    client it is not given."""
+    server_store = store or open_store(settings.store)
+    client = embedder or EmbedderClient(settings.embedder_addr, settings.clients)
     catalog = ServiceClient("catalog", settings.catalog_addr, catalog_pb2_grpc.CatalogServiceStub, settings.clients)
-    indexer = IndexMaintainer(store)
-    servicer = IngestServicer(settings, store, embedder, catalog, indexer)
+    indexer = IndexMaintainer(server_store)
+    servicer = IngestServicer(settings, server_store, client, catalog, indexer)
     service = build_server(
         "ingest", settings.ingest_listen,
         lambda server: ingest_pb2_grpc.add_IngestServiceServicer_to_server(servicer, server),
         [ingest_pb2.DESCRIPTOR.services_by_name["IngestService"].full_name],
     )
 
-    async def become_ready() -> None:
-        async def wait_for_embedder() -> None:
-            info = await embedder.wait_until_ready()
-            log.info("embedder ready: %s (%d dims) on %s", info.name, info.dimension, info.device)
-            await service.health.set_serving(True)
+    async def embedder_answers() -> None:
+        info = await client.wait_until_ready()
+        log.info("embedder ready: %s (%d dims) on %s", info.name, info.dimension, info.device)
 
-        service.on_stop.append(embedder.close)
-        service.on_stop.append(catalog.close)
-        service.on_stop.append(indexer.drain)
-        asyncio.ensure_future(wait_for_embedder())
-
-    service.on_start.append(become_ready)
+    service.serve_when_ready(embedder_answers)
+    service.on_stop.append(indexer.drain)
+    service.close_on_stop(catalog)
+    if embedder is None:
+        service.close_on_stop(client)
+    if store is None:
+        service.close_on_stop(server_store)
     return service
-

@@ -233,8 +233,8 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
         )
 
 
-async def _become_serving(server: ServiceServer, embedder: EmbedderClient, store: Store, collection: str) -> None:
-    """Flip health to SERVING once the embedder answers with its model; warn early if the collection's differs."""
+async def _embedder_answers(embedder: EmbedderClient, store: Store, collection: str) -> None:
+    """Wait for the embedder's model; warn early if the default collection was made by another."""
     model = await embedder.wait_until_ready()
     info = await asyncio.to_thread(store.collection_info, collection)
     recorded = CollectionModel.of(info).name if info else None
@@ -244,47 +244,25 @@ async def _become_serving(server: ServiceServer, embedder: EmbedderClient, store
             collection, recorded, model.name,
         )
     log.info("embedder ready: %s (%d dims, %s)", model.name, model.dimension, model.device)
-    await server.health.set_serving(True)
-
-
-def _log_failure(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("the query service will stay NOT_SERVING: %s", task.exception(), exc_info=task.exception())
 
 
 def create_server(
-    settings: QuerySettings, store: Store | None = None, embedder: EmbedderClient | None = None
+    settings: QuerySettings, *, store: Store | None = None, embedder: EmbedderClient | None = None
 ) -> ServiceServer:
     """The query server; it opens (and then owns) the store and embedder client it is not given."""
     prompts = PromptLibrary.load(settings.guardians_dir, settings.response_patterns_file, settings.default_guardian)
-    owned_store = store is None
-    store = open_store(settings.store) if store is None else store
-    owned_embedder = embedder is None
-    embedder = EmbedderClient(settings.embedder_addr, settings.clients) if embedder is None else embedder
-    servicer = QueryServicer(Searcher(store, EmbedderQueryEncoder(embedder)), prompts, settings)
+    server_store = store or open_store(settings.store)
+    client = embedder or EmbedderClient(settings.embedder_addr, settings.clients)
+    servicer = QueryServicer(Searcher(server_store, EmbedderQueryEncoder(client)), prompts, settings)
     server = build_server(
         "query",
         settings.query_listen,
         lambda s: query_pb2_grpc.add_QueryServiceServicer_to_server(servicer, s),
         [SERVICE_NAME],
     )
-    readiness: list[asyncio.Task[None]] = []
-
-    async def start_readiness() -> None:
-        # In the background: the other services of this process need not wait for the embedder.
-        task = asyncio.create_task(_become_serving(server, embedder, store, settings.store.qdrant_collection))
-        task.add_done_callback(_log_failure)
-        readiness.append(task)
-
-    async def release() -> None:
-        for task in readiness:
-            task.cancel()
-        if owned_embedder:
-            await embedder.close()
-        if owned_store:
-            store.close()
-
-    server.on_start.append(start_readiness)
-    server.on_stop.append(release)
+    server.serve_when_ready(lambda: _embedder_answers(client, server_store, settings.store.qdrant_collection))
+    if store is None:
+        server.close_on_stop(server_store)
+    if embedder is None:
+        server.close_on_stop(client)
     return server
-
