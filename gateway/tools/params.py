@@ -1,0 +1,71 @@
+"""Parameters several tools share, with their schemas (bounds from alexandria.contract)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from alexandria.contract import CHUNK_THRESHOLD, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
+from alexandria.v1 import common_pb2, ingest_pb2
+
+BookId = Annotated[
+    int,
+    Field(ge=1, description="Calibre book id: the `id` from alexandria_search or alexandria_ingest_preview."),
+]
+Collection = Annotated[
+    str | None, Field(min_length=1, description="Qdrant collection. Default: the server's QDRANT_COLLECTION.")
+]
+FormatPreference = Annotated[
+    Literal["epub", "pdf"], Field(description="Which file to read when the book has several formats.")
+]
+Threshold = Annotated[
+    float,
+    CHUNK_THRESHOLD.field(
+        "Chunking threshold (cosine similarity): a new chunk starts where neighbouring sentences are "
+        "less similar than this. Higher gives more, smaller chunks."
+    ),
+]
+Language = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        description="Only books in this language: an ISO 639 code or the language's English name "
+        "('eng', 'en' and 'English' alike).",
+    ),
+]
+MinChunkSize = Annotated[int, MIN_CHUNK_SIZE.field("Minimum words per chunk.")]
+MaxChunkSize = Annotated[int, MAX_CHUNK_SIZE.field("Maximum words per chunk (above min_chunk_size).")]
+Hierarchical = Annotated[
+    bool,
+    Field(
+        description="Two-level chunking: chapter-level parents plus semantic child chunks. Needed for "
+        "alexandria_query's contextual and comprehensive context modes."
+    ),
+]
+FilePath = Annotated[
+    str,
+    Field(
+        min_length=1,
+        description="Absolute path of an EPUB, PDF, TXT, Markdown or HTML file in a local-ingest folder "
+        "(see alexandria_browse_local).",
+    ),
+]
+
+
+def ingest_options(
+    collection: str | None,
+    format_preference: str,
+    hierarchical: bool,
+    threshold: float,
+    min_chunk_size: int,
+    max_chunk_size: int,
+) -> ingest_pb2.IngestOptions:
+    return ingest_pb2.IngestOptions(
+        collection=collection or "",
+        format_preference=format_preference,
+        hierarchical=hierarchical,
+        chunking=common_pb2.ChunkingParams(
+            threshold=threshold, min_chunk_size=min_chunk_size, max_chunk_size=max_chunk_size
+        ),
+    )

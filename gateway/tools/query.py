@@ -1,0 +1,114 @@
+"""The query service's tools: alexandria_query and alexandria_guardians."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from mcp.server.mcpserver import Context
+from mcp_types import CallToolResult
+from pydantic import Field
+
+from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
+from alexandria.enums import enum_number
+from alexandria.v1 import query_pb2
+from gateway.results import message_result
+from gateway.tools.base import READ_ONLY, backends, register_tool
+from gateway.tools.params import Collection, Language
+
+
+@register_tool(
+    title="Search book passages",
+    scope="read",
+    service="query",
+    annotations=READ_ONLY,
+    output=query_pb2.SearchResponse.DESCRIPTOR,
+)
+async def alexandria_query(
+    ctx: Context,
+    query: Annotated[str, Field(min_length=1, description="The question or topic, in natural language.")],
+    limit: Annotated[int, QUERY_LIMIT.field("How many passages to return.")] = QUERY_LIMIT.default,
+    threshold: Annotated[
+        float,
+        QUERY_THRESHOLD.field(
+            "Minimum relevance (0-1) a passage needs to be returned. At 0.5 (default) passages that "
+            "merely share the subject drop out while the answering passages stay; 0 returns the best "
+            "passages whatever their score."
+        ),
+    ] = QUERY_THRESHOLD.default,
+    context_mode: Annotated[
+        Literal["precise", "contextual", "comprehensive"],
+        Field(
+            description="precise: only the matching passages; contextual: plus the surrounding chapter text; "
+            "comprehensive: plus the chapter and the neighbouring passages."
+        ),
+    ] = "precise",
+    response_pattern: Annotated[
+        str,
+        Field(
+            min_length=1,
+            description="How the answer should be shaped: free, direct (cite sources), synthesis, extraction, "
+            "critical, or a pattern id such as tldr or cross_perspective (see the pattern_* prompts).",
+        ),
+    ] = "free",
+    guardian: Annotated[
+        str | None,
+        Field(
+            min_length=1,
+            description="Guardian persona whose voice flavours response_instruction (see alexandria_guardians); "
+            "'none' for plain Alexandria. Default: the server's default guardian (zec).",
+        ),
+    ] = None,
+    search_mode: Annotated[
+        Literal["hybrid", "semantic", "lexical"] | None,
+        Field(
+            description="hybrid: meaning and exact words; semantic: meaning only; lexical: exact words only. "
+            "Default: the mode measured best on this library."
+        ),
+    ] = None,
+    collection: Collection = None,
+    book_id: Annotated[int | None, Field(ge=1, description="Search only this Calibre book.")] = None,
+    author: Annotated[
+        str | None, Field(min_length=1, description="Search only books whose author contains this text.")
+    ] = None,
+    language: Language = None,
+) -> CallToolResult:
+    """Search the content of the ingested books by meaning and return the passages that answer a question.
+
+    Use this for any question about what the books say. Results come best first, each with the passage text,
+    its score, the book, author and chapter (section_name) and a locator to cite. `score` is the passage's
+    relevance to the question in [0, 1] (meaning and exact words together, or a reranker's judgement when
+    one is configured); `threshold` drops passages scoring under it, and `matched_lexically` marks a passage
+    kept below it because it contains every word of the query (a name, a rare word). When nothing reaches
+    the threshold, `notice` says how close the best passage came. Compose the
+    answer following `response_instruction` in the result (the guardian persona and the response pattern),
+    citing book and chapter. To find books by title or author instead of by content, use alexandria_search.
+    """
+    request = query_pb2.SearchRequest(
+        query=query,
+        limit=limit,
+        threshold=threshold,
+        context_mode=enum_number(query_pb2.ContextMode.DESCRIPTOR, context_mode),
+        response_pattern=response_pattern,
+        guardian=guardian or "",
+        search_mode=enum_number(query_pb2.SearchMode.DESCRIPTOR, search_mode or "unspecified"),
+        collection=collection or "",
+        book_id=book_id,
+        author=author or "",
+        language=language or "",
+    )
+    return message_result(await backends(ctx).query.call("Search", request))
+
+
+@register_tool(
+    title="List guardian personas",
+    scope="read",
+    service="query",
+    annotations=READ_ONLY,
+    output=query_pb2.ListGuardiansResponse.DESCRIPTOR,
+)
+async def alexandria_guardians(ctx: Context) -> CallToolResult:
+    """List the guardian personas that can flavour Alexandria's answers: id, name, emoji, role and greeting.
+
+    Pass a guardian's id as alexandria_query(guardian="...") to answer in that persona's voice.
+    """
+    return message_result(await backends(ctx).query.call("ListGuardians", query_pb2.ListGuardiansRequest()))
