@@ -38,7 +38,8 @@ from alexandria.clients import ServiceClient
 from alexandria.contract import BOOK_SEARCH_LIMIT
 from alexandria.settings import CatalogSettings, ClientSettings
 from alexandria.v1 import catalog_pb2, catalog_pb2_grpc
-from services.catalog.library import BookQuery, CalibreLibrary
+from services.catalog.calibre_db import CalibreLibrary
+from services.catalog.library import BookQuery
 from services.catalog.server import create_server
 
 SOURCES = (ROOT.parent / "shared" / "corpus" / "calibre-library", ROOT / "tests" / "fixtures" / "library")

@@ -83,7 +83,8 @@ from alexandria.store import Filter, PointRecord, SparseVector, Store, StoredPoi
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_document, encode_query
 from alexandria.v1 import query_pb2, query_pb2_grpc
-from services.embedder.model import EmbedKind, load_configured_model, resolve_device
+from services.embedder.loading import load_configured_model, resolve_device
+from services.embedder.model import EmbedKind
 from services.query.ranking import CANDIDATE_POOL, PREFETCH
 from services.query.search import SearchQuery, search_filter
 from tests.e2e.stack import RunningStack, start_stack

@@ -55,7 +55,7 @@ from alexandria.settings import ClientSettings, EmbedderSettings, StoreSettings
 from alexandria.store import Filter, Store, open_store
 from alexandria.store import schema as f
 from services.embedder import server as embedder_server
-from services.embedder.model import DEFAULT_MODEL_PACKAGE
+from services.embedder.loading import DEFAULT_MODEL_PACKAGE
 from services.ingest.documents import ChunkingParams
 from services.ingest.extract import extract_book
 from services.ingest.pipeline import BookFile, BookIngestor, content_key

@@ -54,7 +54,7 @@ def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import torch
     import transformers
 
-    from services.embedder.model import resolve_model_source
+    from services.embedder.loading import resolve_model_source
 
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(resolve_model_source(None).path))
     torch.manual_seed(7)

@@ -23,10 +23,10 @@ from alexandria.grpc_server import Health, ServiceServer, build_server
 from alexandria.settings import CatalogSettings
 from alexandria.store import Store
 from alexandria.v1 import catalog_pb2, catalog_pb2_grpc
+from services.catalog.calibre_db import CalibreLibrary
 from services.catalog.library import (
     Book,
     BookQuery,
-    CalibreLibrary,
     FormatFilter,
     LibrarySnapshot,
     ResolvedFile,

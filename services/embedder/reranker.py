@@ -19,7 +19,7 @@ import torch
 from sentence_transformers import CrossEncoder
 
 from alexandria.errors import FailedPrecondition
-from services.embedder.model import ModelSource
+from services.embedder.loading import ModelSource
 
 log = logging.getLogger(__name__)
 

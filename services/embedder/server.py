@@ -29,15 +29,13 @@ from alexandria.grpc_server import ServiceServer, build_server
 from alexandria.settings import EmbedderSettings
 from alexandria.v1 import embedder_pb2, embedder_pb2_grpc
 from services.embedder.batcher import MicroBatcher
+from services.embedder.loading import load_configured_model, resolve_device, resolve_model_source
 from services.embedder.model import (
     WARM_UP_TEXTS,
     EmbeddingModel,
     EmbedKind,
-    load_configured_model,
     measure_similarity_floor,
     neighbour_similarities,
-    resolve_device,
-    resolve_model_source,
 )
 from services.embedder.reranker import Reranker, load_reranker
 from services.embedder.threads import worker_setup

@@ -15,16 +15,8 @@ from alexandria.contract import BOOK_SEARCH_LIMIT
 from alexandria.errors import FailedPrecondition, NotFound, Unavailable
 from catalog import expected
 from catalog.scratch import copy_library, open_for_writing
-from services.catalog.library import (
-    Book,
-    BookQuery,
-    CalibreLibrary,
-    FormatFilter,
-    parse_calibre_date,
-    read_library,
-    resolve_file,
-    select_file,
-)
+from services.catalog.calibre_db import CalibreLibrary, parse_calibre_date, read_library
+from services.catalog.library import Book, BookQuery, FormatFilter, resolve_file, select_file
 
 
 def book_fields(book: Book) -> dict[str, Any]:

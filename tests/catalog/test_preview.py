@@ -6,7 +6,8 @@ from typing import Any
 
 from alexandria.store import CollectionInfo, Filter, schema
 from catalog import expected
-from services.catalog.library import BookQuery, FormatFilter, read_library
+from services.catalog.calibre_db import read_library
+from services.catalog.library import BookQuery, FormatFilter
 from services.catalog.preview import ingested_book_ids, preview
 
 

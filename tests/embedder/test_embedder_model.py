@@ -9,15 +9,17 @@ import pytest
 import torch
 
 from alexandria.errors import FailedPrecondition
-from services.embedder.model import (
+from services.embedder.loading import (
     DEFAULT_MODEL_PACKAGE,
-    EmbeddingModel,
-    Prefixes,
     detect_prefixes,
-    length_groups,
-    neighbour_similarities,
     resolve_device,
     resolve_model_source,
+)
+from services.embedder.model import (
+    EmbeddingModel,
+    Prefixes,
+    length_groups,
+    neighbour_similarities,
     trace_token_embeddings,
 )
 

