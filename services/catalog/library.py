@@ -210,23 +210,23 @@ def _by_preference(first: str | None = None) -> Callable[[str], tuple[bool, int,
     return lambda fmt: (fmt != first, rank.get(fmt, len(rank)), fmt)
 
 
+def choose_file(book: Book, preferred: str | None) -> BookFile | None:
+    """The file of a book that ingest reads: the preferred format if it is on disk, else the best other one
+    (EPUB, PDF, then by name); None when none of its files is on disk. Preview and ingest both ask this."""
+    key = _by_preference((preferred or PREFERRED_FORMATS[0]).upper())
+    return next((f for f in sorted(book.files, key=lambda f: key(f.format)) if f.path.is_file()), None)
+
+
 def select_file(book: Book, format_filter: FormatFilter) -> BookFile | None:
-    """The file a preview proposes: the filter's format, or for ANY the best format on disk; None if none."""
-    wanted = book.formats if format_filter is FormatFilter.ANY else (format_filter.value.upper(),)
-    key = _by_preference()
-    on_disk = (
-        f for f in sorted(book.files, key=lambda f: key(f.format)) if f.format in wanted and f.path.is_file()
-    )
-    return next(on_disk, None)
+    """The file a preview shows: the one ingest would read with the filter as its preferred format."""
+    return choose_file(book, None if format_filter is FormatFilter.ANY else format_filter.value)
 
 
 def resolve_file(book: Book, format_preference: str) -> ResolvedFile:
     """The file ingest should read: the preferred format (default EPUB) if on disk, else the best other one."""
-    key = _by_preference(format_preference.strip().upper() or PREFERRED_FORMATS[0])
-    for candidate in sorted(book.files, key=lambda f: key(f.format)):
-        if candidate.path.is_file():
-            size = candidate.path.stat().st_size
-            return ResolvedFile(book=book, format=candidate.format, path=candidate.path, size_bytes=size)
+    chosen = choose_file(book, format_preference.strip())
+    if chosen is not None:
+        return ResolvedFile(book=book, format=chosen.format, path=chosen.path, size_bytes=chosen.path.stat().st_size)
     if not book.files:
         raise FailedPrecondition(
             f"Book {book.id} ({book.title!r}) has no files in Calibre; add a format in Calibre."
@@ -236,8 +236,3 @@ def resolve_file(book: Book, format_preference: str) -> ResolvedFile:
         f"Book {book.id} ({book.title!r}): Calibre lists {', '.join(book.formats)} but none of its files is on "
         f"disk (looked for {looked}); run Calibre's Library maintenance > Check library."
     )
-
-
-# --- reading metadata.db ---------------------------------------------------------------------
-
-

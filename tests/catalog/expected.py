@@ -87,13 +87,12 @@ def stats_fields(rows: list[Row]) -> dict[str, Any]:
     }
 
 
-def selected_format(row: Row, format_filter: str) -> str:
-    """The format a preview proposes: the filter's, or for "any" EPUB, then PDF, then the first other."""
+def selected_format(row: Row, preferred: str) -> str:
+    """The format ingest reads and a preview shows: the preferred one when the book has it, else EPUB, then
+    PDF, then the first other ("any": no preference)."""
     available = formats(row)
-    if format_filter != "any":
-        return format_filter.upper() if format_filter.upper() in available else ""
-    preferred = [f for f in ("EPUB", "PDF") if f in available]
-    return (preferred or available or [""])[0]
+    order = ([] if preferred == "any" else [preferred.upper()]) + ["EPUB", "PDF"]
+    return next((fmt for fmt in order if fmt in available), available[0] if available else "")
 
 
 def preview_fields(

@@ -177,9 +177,10 @@ def test_a_missing_file_is_reported_not_guessed(fixture_copy: Path) -> None:
     book = read_library(fixture_copy).get(2)  # EPUB and PDF
     book.file("PDF").path.unlink()
     assert book.missing_formats() == ("PDF",)
-    assert select_file(book, FormatFilter.PDF) is None
+    # The preference falls back to what is on disk, in a preview as in ingest.
+    assert select_file(book, FormatFilter.PDF).format == "EPUB"
     assert select_file(book, FormatFilter.ANY).format == "EPUB"
-    assert resolve_file(book, "pdf").format == "EPUB"  # the preference falls back to what is on disk
+    assert resolve_file(book, "pdf").format == "EPUB"
     book.file("EPUB").path.unlink()
     with pytest.raises(FailedPrecondition, match="none of its files is on disk"):
         resolve_file(book, "pdf")

@@ -120,15 +120,28 @@ async def test_preview_selects_the_filters_file(
         assert_same(book, expected.preview_fields(row, library_root, wanted))
 
 
+@pytest.mark.parametrize("format_filter", ["epub", "pdf", "any"])
+async def test_a_preview_shows_the_file_that_ingest_reads(
+    library_name: str, library_root: Path, sockets: Path, format_filter: str
+) -> None:
+    preference = "" if format_filter == "any" else format_filter
+    request = catalog_pb2.PreviewIngestRequest(format_filter=FILTERS[format_filter], limit=50)
+    async with running_catalog(library_root, sockets) as catalog:
+        preview = await catalog.call("PreviewIngest", request)
+        assert preview.count == len(expected.load_rows(library_name))
+        for book in preview.books:
+            resolve = catalog_pb2.ResolveBookFileRequest(book_id=book.id, format_preference=preference)
+            resolved = await catalog.call("ResolveBookFile", resolve)
+            assert (book.selected_format, book.file_path) == (resolved.format, resolved.file_path), book.title
+
+
 async def test_resolve_book_file_for_ingest(library_name: str, library_root: Path, sockets: Path) -> None:
     async with running_catalog(library_root, sockets) as catalog:
         for row in expected.load_rows(library_name):
             for preference in ("", "pdf"):
                 request = catalog_pb2.ResolveBookFileRequest(book_id=row["id"], format_preference=preference)
                 resolved = await catalog.call("ResolveBookFile", request)
-                fmt = expected.selected_format(row, preference or "epub") or expected.selected_format(
-                    row, "any"
-                )
+                fmt = expected.selected_format(row, preference or "epub")
                 assert (resolved.format, resolved.file_path) == (
                     fmt,
                     expected.file_path(row, library_root, fmt),
