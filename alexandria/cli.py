@@ -6,6 +6,7 @@ The CLI is one more client of the services: it holds no logic of its own.
   alexandria mcp                       MCP gateway on stdio against a running stack (.mcp.json)
   alexandria status                    health of every service and the collection
   alexandria ingest 1 2 | --all | --file PATH    ingest with a progress bar
+  alexandria sync [--dry-run] [--retry-failed]   add new Calibre books, remove deleted ones
   alexandria query "who is Mr. Darcy?"           print cited passages
 """
 
@@ -15,13 +16,14 @@ import argparse
 import asyncio
 import os
 import sys
+import time
 from collections.abc import AsyncIterator
 
 from google.protobuf.message import Message
 from grpc import aio
 
 from alexandria.clients import ServiceClient, health_status, wait_until_serving
-from alexandria.contract import BATCH_LIMIT, QUERY_LIMIT, QUERY_THRESHOLD
+from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
 from alexandria.enums import enum_word
 from alexandria.errors import AlexandriaError, Unavailable
 from alexandria.logs import configure_logging
@@ -31,16 +33,24 @@ from alexandria.stack import StackLayout
 from alexandria.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
 
 
-def _progress_line(progress: common_pb2.Progress) -> str:
+def _progress_line(progress: common_pb2.Progress, eta_s: float | None = None) -> str:
     bar = progress_bar(progress.done / progress.total if progress.total else 0.0, width=30)
-    return f"\r{bar} {progress.stage:<8} {progress.message[:60]:<60}"
+    eta = f" ETA {eta_s // 60:.0f}:{eta_s % 60:02.0f}" if eta_s is not None else ""
+    return f"\r{bar}{eta} {progress.stage:<6} {progress.message[:60]:<60}"
 
 
 async def _follow(events: AsyncIterator) -> Message:
-    """Draw a stream's progress and batch rows on stderr; return its result message."""
+    """Draw a stream's progress (with an ETA for the books of a batch or sync) and batch rows on stderr;
+    return its result message."""
+    started: dict[str, float] = {}
 
     async def draw(progress: common_pb2.Progress) -> None:
-        print(_progress_line(progress), end="", file=sys.stderr, flush=True)
+        began = started.setdefault(progress.stage, time.monotonic())
+        fraction = progress.done / progress.total if progress.total else 0.0
+        eta = None
+        if progress.stage in ("batch", "sync") and 0.0 < fraction < 1.0:
+            eta = (time.monotonic() - began) * (1.0 - fraction) / fraction
+        print(_progress_line(progress, eta), end="", file=sys.stderr, flush=True)
 
     async def print_row(row: ingest_pb2.BatchIngestRow) -> None:
         status = enum_word(ingest_pb2.BatchStatus.DESCRIPTOR, row.status)
@@ -94,12 +104,40 @@ async def cmd_ingest(layout: StackLayout, args: argparse.Namespace) -> int:
             result = await _follow(ingest.stream("IngestFile", request))
             print(result.error if result.needs_metadata else f"{result.title}: {result.chunks} chunks")
             return 0 if result.success else 1
-        request = ingest_pb2.BatchIngestRequest(book_ids=args.book_ids, limit=BATCH_LIMIT.high if args.all else 0, options=options)
+        if args.all:  # the whole library: a sync that removes nothing
+            return await _sync(ingest, ingest_pb2.SyncLibraryRequest(options=options))
+        request = ingest_pb2.BatchIngestRequest(book_ids=args.book_ids, options=options)
         result = await _follow(ingest.stream("BatchIngest", request))
         print(result.summary)
         return 0 if result.failed == 0 else 1
     finally:
         await ingest.close()
+
+
+async def cmd_sync(layout: StackLayout, args: argparse.Namespace) -> int:
+    settings, address = ClientSettings(), layout.address("ingest")
+    await when_ready("ingest", address, settings.embedder_start_wait_s)
+    ingest = ServiceClient("ingest", address, ingest_pb2_grpc.IngestServiceStub, settings)
+    options = ingest_pb2.IngestOptions(format_preference=args.format, collection=args.collection or "")
+    try:
+        return await _sync(ingest, ingest_pb2.SyncLibraryRequest(
+            options=options, dry_run=args.dry_run, remove_deleted=True, retry_failed=args.retry_failed))
+    finally:
+        await ingest.close()
+
+
+async def _sync(ingest: ServiceClient, request: ingest_pb2.SyncLibraryRequest) -> int:
+    result = await _follow(ingest.stream("SyncLibrary", request))
+    if result.dry_run:
+        for label, books in (("add", result.plan.add), ("remove", result.plan.remove)):
+            for book in books:
+                print(f"  {label:<7} {book.title}")
+    for book in result.plan.skip_failed:
+        print(f"  skipped {book.title}: {book.reason}")
+    for book in result.failed:
+        print(f"  failed  {book.title}: {book.reason}")
+    print(result.summary)
+    return 0 if not result.failed else 1
 
 
 async def cmd_query(layout: StackLayout, args: argparse.Namespace) -> int:
@@ -133,11 +171,16 @@ def main(argv: list[str] | None = None) -> None:
     sub.add_parser("status", help="health of every service")
     ingest = sub.add_parser("ingest", help="ingest Calibre books or a local file")
     ingest.add_argument("book_ids", nargs="*", type=int)
-    ingest.add_argument("--all", action="store_true", help=f"the whole library (up to {BATCH_LIMIT.high} books)")
+    ingest.add_argument("--all", action="store_true", help="every book of the library not in yet (a sync that removes nothing)")
     ingest.add_argument("--file")
     ingest.add_argument("--title")
     ingest.add_argument("--author")
     ingest.add_argument("--format", default="epub", choices=["epub", "pdf"])
+    sync = sub.add_parser("sync", help="bring the collection in step with the Calibre library")
+    sync.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    sync.add_argument("--retry-failed", action="store_true", help="retry books that failed with the same file")
+    sync.add_argument("--collection", help="default: QDRANT_COLLECTION")
+    sync.add_argument("--format", default="epub", choices=["epub", "pdf"], help="preferred format")
     query = sub.add_parser("query", help="ask a question, print cited passages")
     query.add_argument("text")
     query.add_argument("--limit", type=int, default=QUERY_LIMIT.default)
@@ -157,6 +200,8 @@ def main(argv: list[str] | None = None) -> None:
             os.execv(sys.executable, [sys.executable, "-m", "gateway", "--transport", "stdio"])
         elif args.command == "status":
             code = asyncio.run(cmd_status(layout))
+        elif args.command == "sync":
+            code = asyncio.run(cmd_sync(layout, args))
         elif args.command == "ingest":
             if not (args.book_ids or args.all or args.file):
                 parser.error("ingest needs book ids, --all or --file")

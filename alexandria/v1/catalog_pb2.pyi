@@ -218,3 +218,35 @@ class ResolveBookFileResponse(_message.Message):
     file_path: str
     file_size_bytes: int
     def __init__(self, book: _Optional[_Union[BookDetail, _Mapping]] = ..., format: _Optional[str] = ..., file_path: _Optional[str] = ..., file_size_bytes: _Optional[int] = ...) -> None: ...
+
+class ListLibraryFilesRequest(_message.Message):
+    __slots__ = ("format_preference",)
+    FORMAT_PREFERENCE_FIELD_NUMBER: _ClassVar[int]
+    format_preference: str
+    def __init__(self, format_preference: _Optional[str] = ...) -> None: ...
+
+class LibraryFile(_message.Message):
+    __slots__ = ("book_id", "uuid", "title", "author", "format", "file_path", "size_bytes", "mtime_ns")
+    BOOK_ID_FIELD_NUMBER: _ClassVar[int]
+    UUID_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    AUTHOR_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    FILE_PATH_FIELD_NUMBER: _ClassVar[int]
+    SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MTIME_NS_FIELD_NUMBER: _ClassVar[int]
+    book_id: int
+    uuid: str
+    title: str
+    author: str
+    format: str
+    file_path: str
+    size_bytes: int
+    mtime_ns: int
+    def __init__(self, book_id: _Optional[int] = ..., uuid: _Optional[str] = ..., title: _Optional[str] = ..., author: _Optional[str] = ..., format: _Optional[str] = ..., file_path: _Optional[str] = ..., size_bytes: _Optional[int] = ..., mtime_ns: _Optional[int] = ...) -> None: ...
+
+class ListLibraryFilesResponse(_message.Message):
+    __slots__ = ("books",)
+    BOOKS_FIELD_NUMBER: _ClassVar[int]
+    books: _containers.RepeatedCompositeFieldContainer[LibraryFile]
+    def __init__(self, books: _Optional[_Iterable[_Union[LibraryFile, _Mapping]]] = ...) -> None: ...

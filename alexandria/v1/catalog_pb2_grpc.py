@@ -60,6 +60,11 @@ class CatalogServiceStub:
                 request_serializer=alexandria_dot_v1_dot_catalog__pb2.ResolveBookFileRequest.SerializeToString,
                 response_deserializer=alexandria_dot_v1_dot_catalog__pb2.ResolveBookFileResponse.FromString,
                 _registered_method=True)
+        self.ListLibraryFiles = channel.unary_unary(
+                '/alexandria.v1.CatalogService/ListLibraryFiles',
+                request_serializer=alexandria_dot_v1_dot_catalog__pb2.ListLibraryFilesRequest.SerializeToString,
+                response_deserializer=alexandria_dot_v1_dot_catalog__pb2.ListLibraryFilesResponse.FromString,
+                _registered_method=True)
 
 
 class CatalogServiceServicer:
@@ -97,6 +102,13 @@ class CatalogServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListLibraryFiles(self, request, context):
+        """Every book of the library with the file ingest would read: what a sync plans from.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CatalogServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -124,6 +136,11 @@ def add_CatalogServiceServicer_to_server(servicer, server):
                     servicer.ResolveBookFile,
                     request_deserializer=alexandria_dot_v1_dot_catalog__pb2.ResolveBookFileRequest.FromString,
                     response_serializer=alexandria_dot_v1_dot_catalog__pb2.ResolveBookFileResponse.SerializeToString,
+            ),
+            'ListLibraryFiles': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListLibraryFiles,
+                    request_deserializer=alexandria_dot_v1_dot_catalog__pb2.ListLibraryFilesRequest.FromString,
+                    response_serializer=alexandria_dot_v1_dot_catalog__pb2.ListLibraryFilesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -262,6 +279,33 @@ class CatalogService:
             '/alexandria.v1.CatalogService/ResolveBookFile',
             alexandria_dot_v1_dot_catalog__pb2.ResolveBookFileRequest.SerializeToString,
             alexandria_dot_v1_dot_catalog__pb2.ResolveBookFileResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListLibraryFiles(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/alexandria.v1.CatalogService/ListLibraryFiles',
+            alexandria_dot_v1_dot_catalog__pb2.ListLibraryFilesRequest.SerializeToString,
+            alexandria_dot_v1_dot_catalog__pb2.ListLibraryFilesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -400,3 +400,63 @@ class RemoveBookResponse(_message.Message):
     chunks_removed: int
     collection: str
     def __init__(self, success: _Optional[bool] = ..., title: _Optional[str] = ..., author: _Optional[str] = ..., book_key: _Optional[str] = ..., chunks_removed: _Optional[int] = ..., collection: _Optional[str] = ...) -> None: ...
+
+class SyncLibraryRequest(_message.Message):
+    __slots__ = ("options", "dry_run", "remove_deleted", "retry_failed")
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_DELETED_FIELD_NUMBER: _ClassVar[int]
+    RETRY_FAILED_FIELD_NUMBER: _ClassVar[int]
+    options: IngestOptions
+    dry_run: bool
+    remove_deleted: bool
+    retry_failed: bool
+    def __init__(self, options: _Optional[_Union[IngestOptions, _Mapping]] = ..., dry_run: _Optional[bool] = ..., remove_deleted: _Optional[bool] = ..., retry_failed: _Optional[bool] = ...) -> None: ...
+
+class SyncBook(_message.Message):
+    __slots__ = ("book_id", "title", "reason")
+    BOOK_ID_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    book_id: int
+    title: str
+    reason: str
+    def __init__(self, book_id: _Optional[int] = ..., title: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class SyncPlan(_message.Message):
+    __slots__ = ("add", "remove", "skip_failed", "unchanged")
+    ADD_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_FIELD_NUMBER: _ClassVar[int]
+    SKIP_FAILED_FIELD_NUMBER: _ClassVar[int]
+    UNCHANGED_FIELD_NUMBER: _ClassVar[int]
+    add: _containers.RepeatedCompositeFieldContainer[SyncBook]
+    remove: _containers.RepeatedCompositeFieldContainer[SyncBook]
+    skip_failed: _containers.RepeatedCompositeFieldContainer[SyncBook]
+    unchanged: int
+    def __init__(self, add: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., remove: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., skip_failed: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., unchanged: _Optional[int] = ...) -> None: ...
+
+class SyncResult(_message.Message):
+    __slots__ = ("plan", "dry_run", "added", "removed", "failed", "summary", "seconds")
+    PLAN_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    ADDED_FIELD_NUMBER: _ClassVar[int]
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    plan: SyncPlan
+    dry_run: bool
+    added: int
+    removed: int
+    failed: _containers.RepeatedCompositeFieldContainer[SyncBook]
+    summary: str
+    seconds: float
+    def __init__(self, plan: _Optional[_Union[SyncPlan, _Mapping]] = ..., dry_run: _Optional[bool] = ..., added: _Optional[int] = ..., removed: _Optional[int] = ..., failed: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., summary: _Optional[str] = ..., seconds: _Optional[float] = ...) -> None: ...
+
+class SyncEvent(_message.Message):
+    __slots__ = ("progress", "result")
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    progress: _common_pb2.Progress
+    result: SyncResult
+    def __init__(self, progress: _Optional[_Union[_common_pb2.Progress, _Mapping]] = ..., result: _Optional[_Union[SyncResult, _Mapping]] = ...) -> None: ...

@@ -71,6 +71,11 @@ class IngestServiceStub:
                 request_serializer=alexandria_dot_v1_dot_ingest__pb2.RemoveBookRequest.SerializeToString,
                 response_deserializer=alexandria_dot_v1_dot_ingest__pb2.RemoveBookResponse.FromString,
                 _registered_method=True)
+        self.SyncLibrary = channel.unary_stream(
+                '/alexandria.v1.IngestService/SyncLibrary',
+                request_serializer=alexandria_dot_v1_dot_ingest__pb2.SyncLibraryRequest.SerializeToString,
+                response_deserializer=alexandria_dot_v1_dot_ingest__pb2.SyncEvent.FromString,
+                _registered_method=True)
 
 
 class IngestServiceServicer:
@@ -120,6 +125,13 @@ class IngestServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SyncLibrary(self, request, context):
+        """Bring a collection in step with the Calibre library: ingest its new books, remove the deleted ones.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_IngestServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -157,6 +169,11 @@ def add_IngestServiceServicer_to_server(servicer, server):
                     servicer.RemoveBook,
                     request_deserializer=alexandria_dot_v1_dot_ingest__pb2.RemoveBookRequest.FromString,
                     response_serializer=alexandria_dot_v1_dot_ingest__pb2.RemoveBookResponse.SerializeToString,
+            ),
+            'SyncLibrary': grpc.unary_stream_rpc_method_handler(
+                    servicer.SyncLibrary,
+                    request_deserializer=alexandria_dot_v1_dot_ingest__pb2.SyncLibraryRequest.FromString,
+                    response_serializer=alexandria_dot_v1_dot_ingest__pb2.SyncEvent.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -350,6 +367,33 @@ class IngestService:
             '/alexandria.v1.IngestService/RemoveBook',
             alexandria_dot_v1_dot_ingest__pb2.RemoveBookRequest.SerializeToString,
             alexandria_dot_v1_dot_ingest__pb2.RemoveBookResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SyncLibrary(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/alexandria.v1.IngestService/SyncLibrary',
+            alexandria_dot_v1_dot_ingest__pb2.SyncLibraryRequest.SerializeToString,
+            alexandria_dot_v1_dot_ingest__pb2.SyncEvent.FromString,
             options,
             channel_credentials,
             insecure,

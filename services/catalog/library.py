@@ -236,3 +236,27 @@ def resolve_file(book: Book, format_preference: str) -> ResolvedFile:
         f"Book {book.id} ({book.title!r}): Calibre lists {', '.join(book.formats)} but none of its files is on "
         f"disk (looked for {looked}); run Calibre's Library maintenance > Check library."
     )
+
+
+@dataclass(frozen=True)
+class LibraryFile:
+    """A book and the file of it ingest would read (None when none is on disk), with what identifies that
+    file's version: its size and modification time."""
+
+    book: Book
+    file: BookFile | None
+    size_bytes: int = 0
+    mtime_ns: int = 0
+
+
+def library_files(snapshot: LibrarySnapshot, format_preference: str) -> list[LibraryFile]:
+    """Every book of the library with the file ingest would read, in id order."""
+    listed = []
+    for book in snapshot.books.values():
+        chosen = choose_file(book, format_preference.strip())
+        if chosen is None:
+            listed.append(LibraryFile(book, None))
+            continue
+        stat = chosen.path.stat()
+        listed.append(LibraryFile(book, chosen, stat.st_size, stat.st_mtime_ns))
+    return listed

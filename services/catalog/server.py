@@ -30,6 +30,7 @@ from services.catalog.library import (
     FormatFilter,
     LibrarySnapshot,
     ResolvedFile,
+    library_files,
     resolve_file,
 )
 from services.catalog.preview import PreviewEntry, preview
@@ -194,6 +195,19 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
             file_path=str(resolved.path),
             file_size_bytes=resolved.size_bytes,
         )
+
+    async def ListLibraryFiles(
+        self, request: catalog_pb2.ListLibraryFilesRequest, context: aio.ServicerContext
+    ) -> catalog_pb2.ListLibraryFilesResponse:
+        listed = await self.in_library(lambda s: library_files(s, request.format_preference))
+        return catalog_pb2.ListLibraryFilesResponse(books=[
+            catalog_pb2.LibraryFile(
+                book_id=f.book.id, uuid=f.book.uuid, title=f.book.title, author=f.book.author,
+                format=f.file.format if f.file else "", file_path=str(f.file.path) if f.file else "",
+                size_bytes=f.size_bytes, mtime_ns=f.mtime_ns,
+            )
+            for f in listed
+        ])
 
 
 def create_server(settings: CatalogSettings, *, store: Store | None = None) -> ServiceServer:

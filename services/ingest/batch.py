@@ -83,19 +83,19 @@ Ingest = Callable[[S, Report], Awaitable[int]]
 
 
 async def ingest_batch(books: list[BatchBook], resolve: Resolve, ingest: Ingest, report: Report,
-                       on_row: Callable[[BatchRow], None]) -> list[BatchRow]:
+                       on_row: Callable[[BatchRow], None], stage: str = "batch") -> list[BatchRow]:
     """Each book in turn; one that fails is recorded as failed (or skipped, when already in) and the batch
-    goes on. `on_row` hears of each book as soon as it is done."""
+    goes on. `on_row` hears of each book as soon as it is done; progress is reported as `stage`."""
     rows = []
     for n, book in enumerate(books):
-        def book_report(stage: str, done: int, total: int, message: str = "", n: int = n, title: str = book.title) -> None:
-            report("batch", round(1000 * (n + book_fraction(stage, done, total))), 1000 * len(books),
+        def book_report(step: str, done: int, total: int, message: str = "", n: int = n, title: str = book.title) -> None:
+            report(stage, round(1000 * (n + book_fraction(step, done, total))), 1000 * len(books),
                    f"{n + 1}/{len(books)} {title}: {message}")
 
         row = await _one(book, resolve, ingest, book_report)
         rows.append(row)
         on_row(row)
-        report("batch", 1000 * (n + 1), 1000 * len(books), f"{n + 1}/{len(books)} {row.book.title}: {row.status}")
+        report(stage, 1000 * (n + 1), 1000 * len(books), f"{n + 1}/{len(books)} {row.book.title}: {row.status}")
     return rows
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from alexandria.errors import AlreadyExists, NotFound
 from alexandria.store import Filter, Store, StoredPoint
 from alexandria.store import schema as f
-from alexandria.store.records import BookRecord, CollectionModel, complete
+from alexandria.store.records import BookRecord, CollectionModel, complete, complete_books
 
 # Fixed namespace: a point's id is a pure function of its book key and place in the book.
 POINT_NAMESPACE = uuid.UUID("5f0c4a6e-2f7e-4a57-9a39-0a7e1c1d2b33")
@@ -76,6 +76,12 @@ class BookWriter:
             raise NotFound(f"No ingested book matches {what} in collection '{self.collection}'.")
         book = BookRecord.from_payload(records[0].payload)
         return book.book_key, book.title, book.author
+
+    def held_books(self) -> set[str]:
+        """The keys of the books the collection holds whole (none when it does not exist yet)."""
+        if self.store.collection_info(self.collection) is None:
+            return set()
+        return set(complete_books(self.store, self.collection))
 
     def remove(self, book_key: str, title: str, author: str) -> RemovedBook:
         removed = self.store.delete(self.collection, self._book(book_key))

@@ -1,0 +1,95 @@
+"""`alexandria sync` against a real stack over a library that changes as Calibre would change it.
+
+calibredb is not installed here, so books are added and deleted in a copy of the fixture library the
+way Calibre does it: rows in metadata.db (with Calibre's own triggers) and the book's folder on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from catalog.scratch import copy_library, open_for_writing
+from conftest import FIXTURES
+from mcp import Client
+
+from e2e.mcp_calls import call
+from e2e.stack import RunningStack, start_stack
+from services.ingest.sync import SyncState
+
+LIBRARY = FIXTURES / "library"
+MARGARET = 1  # the fixture library's author id of book 1
+
+
+def alexandria(stack: RunningStack, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(Path(sys.executable).with_name("alexandria")), *args], env=stack.env,
+                          capture_output=True, text=True, timeout=600, check=False)
+
+
+def add_book(library: Path, book_id: int, title: str, content: bytes) -> None:
+    """Add an EPUB book by Margaret Holloway, as Calibre's "Add books" does."""
+    folder = f"Margaret Holloway/{title} ({book_id})"
+    name = f"{title} - Margaret Holloway"
+    (library / folder).mkdir(parents=True)
+    (library / folder / f"{name}.epub").write_bytes(content)
+    with open_for_writing(library) as db:
+        db.execute("INSERT INTO books (id, title, author_sort, path) VALUES (?, ?, 'Holloway, Margaret', ?)",
+                   (book_id, title, folder))
+        db.execute("INSERT INTO books_authors_link (book, author) VALUES (?, ?)", (book_id, MARGARET))
+        db.execute("INSERT INTO data (book, format, uncompressed_size, name) VALUES (?, 'EPUB', ?, ?)",
+                   (book_id, len(content), name))
+
+
+def delete_book(library: Path, book_id: int) -> None:
+    with open_for_writing(library) as db:
+        (folder,) = db.execute("SELECT path FROM books WHERE id = ?", (book_id,)).fetchone()
+        db.execute("DELETE FROM books WHERE id = ?", (book_id,))
+    shutil.rmtree(library / folder)
+
+
+async def ingested(stack: RunningStack) -> dict[int, bool]:
+    """Calibre id -> whether the collection holds it, for every book of the library."""
+    async with Client(stack.mcp_url) as client:
+        preview, _ = await call(client, "alexandria_ingest_preview", {"format_filter": "any", "limit": 50})
+    return {book["id"]: book["already_ingested"] for book in preview["books"]}
+
+
+async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Path) -> None:
+    library = copy_library(LIBRARY, tmp_path / "library")
+    stack = start_stack(tmp_path / "var", library)
+    try:
+        plan = alexandria(stack, "sync", "--dry-run")
+        assert plan.returncode == 0, plan
+        assert "4 to add, 0 to remove" in plan.stdout and plan.stdout.count("  add ") == 4
+        assert set((await ingested(stack)).values()) == {False}, "a dry run changes nothing"
+
+        first = alexandria(stack, "sync")
+        assert first.returncode == 0 and "4 added, 0 removed, 0 failed" in first.stdout, first
+        assert "sync" in first.stderr and "ETA" in first.stderr, "progress with an ETA on stderr"
+        assert await ingested(stack) == {1: True, 2: True, 3: True, 4: True}
+
+        almanac = next((library / "Margaret Holloway").rglob("*.epub")).read_bytes()
+        delete_book(library, 3)
+        add_book(library, 5, "A Second Almanac", almanac)
+        add_book(library, 6, "A Broken Book", b"this is not an EPUB")
+        await asyncio.sleep(1.1)  # the catalog looks for a changed metadata.db at most once a second
+        with SyncState(stack.data_dir / "sync", "alexandria").locked():  # as a sync in progress holds it
+            refused = alexandria(stack, "sync")
+        assert refused.returncode == 1 and "A sync of collection 'alexandria' is already running" in refused.stderr
+        second = alexandria(stack, "sync")
+        assert second.returncode == 1, second  # the broken book failed
+        assert "1 added, 1 removed, 1 failed" in second.stdout, second
+        assert "failed  A Broken Book:" in second.stdout, second
+        assert await ingested(stack) == {1: True, 2: True, 4: True, 5: True, 6: False}
+
+        again = alexandria(stack, "sync")
+        assert again.returncode == 0, again
+        assert "0 added, 0 removed, 0 failed, 1 skipped, 4 unchanged" in again.stdout
+        assert "skipped A Broken Book:" in again.stdout, "a failed book is not retried while its file is the same"
+        retried = alexandria(stack, "sync", "--retry-failed")
+        assert retried.returncode == 1 and "1 failed" in retried.stdout, retried
+    finally:
+        stack.stop()

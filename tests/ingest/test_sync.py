@@ -1,0 +1,55 @@
+"""The sync plan and the state a sync keeps between runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from alexandria.errors import FailedPrecondition
+from services.ingest.sync import NO_FILE, Failure, LibraryBook, SyncState, plan_sync
+
+PERSUASION = LibraryBook(4, "uuid-persuasion", "Persuasion", format="PDF", size_bytes=100, mtime_ns=7)
+EMMA = LibraryBook(2, "uuid-emma", "Emma", format="EPUB", size_bytes=200, mtime_ns=8)
+LOST = LibraryBook(9, "uuid-lost", "Lost", format="")  # no file on disk
+
+
+def test_new_books_are_added_deleted_ones_removed_and_local_files_left_alone() -> None:
+    held = {"uuid-emma", "uuid-deleted", "sha256:abc"}
+    plan = plan_sync([PERSUASION, EMMA, LOST], held, {}, remove_deleted=True, retry_failed=False)
+    assert [b.title for b in plan.add] == ["Persuasion"]
+    assert plan.remove == ["uuid-deleted"] and plan.unchanged == 1
+    assert [(s.book.title, s.reason) for s in plan.skip] == [("Lost", NO_FILE)]
+    kept = plan_sync([PERSUASION, EMMA], held, {}, remove_deleted=False, retry_failed=False)
+    assert kept.remove == []
+
+
+def test_a_book_that_failed_is_skipped_until_its_file_changes_or_a_retry_is_asked() -> None:
+    failures = {PERSUASION.key: Failure(4, "Persuasion", "no text", PERSUASION.fingerprint)}
+    plan = plan_sync([PERSUASION], set(), failures, remove_deleted=True, retry_failed=False)
+    assert plan.add == [] and [(s.book.title, s.reason) for s in plan.skip] == [("Persuasion", "no text")]
+    assert plan_sync([PERSUASION], set(), failures, True, retry_failed=True).add == [PERSUASION]
+    replaced = LibraryBook(4, "uuid-persuasion", "Persuasion", format="PDF", size_bytes=101, mtime_ns=9)
+    assert plan_sync([replaced], set(), failures, True, False).add == [replaced]
+
+
+def test_failures_survive_between_syncs_and_an_unreadable_file_forgets_them(tmp_path: Path) -> None:
+    state = SyncState(tmp_path / "sync", "books")
+    assert state.failures() == {}
+    recorded = {EMMA.key: Failure(2, "Emma", "broken EPUB", EMMA.fingerprint)}
+    state.save_failures(recorded)
+    assert SyncState(tmp_path / "sync", "books").failures() == recorded
+    state.failures_path.write_text("{not json")
+    assert state.failures() == {}
+
+
+def test_a_second_sync_of_one_collection_is_refused_while_the_first_runs(tmp_path: Path) -> None:
+    first, second = SyncState(tmp_path, "books"), SyncState(tmp_path, "books")
+    with first.locked():
+        refused = pytest.raises(FailedPrecondition, match="A sync of collection 'books' is already running")
+        with refused, second.locked():
+            pass
+        with SyncState(tmp_path, "other").locked():
+            pass  # another collection syncs meanwhile
+    with second.locked():
+        pass  # free again once the first has finished
