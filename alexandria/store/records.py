@@ -37,16 +37,20 @@ class BookRecord:
     chunking: dict[str, Any] = field(default_factory=dict)  # threshold, min/max_chunk_size, hierarchical
     ingested_at: str = ""  # ISO 8601 UTC
     complete: bool = False  # written false; flipped to true once every point of the book is in
+    version: int = 0  # when this version was ingested (ns): a re-ingest writes the book anew beside the old one
+    source: str = ""  # the file it was read from: "<format>:<size>:<mtime_ns>:<sha256>" ("" when not known)
 
     def to_payload(self) -> dict[str, Any]:
         payload = {
             f.BOOK_KEY: self.book_key, f.BOOK_TITLE: self.title, f.AUTHOR: self.author,
             f.AUTHORS: list(self.authors), f.LANGUAGE: self.language, f.FILE_PATH: self.file_path,
             f.FORMAT: self.format, f.MODEL: self.model, f.DIMENSION: self.dimension, f.CHUNKING: self.chunking,
-            f.INGESTED_AT: self.ingested_at, f.COMPLETE: self.complete,
+            f.INGESTED_AT: self.ingested_at, f.COMPLETE: self.complete, f.VERSION: self.version,
         }
         if self.calibre_id is not None:
             payload[f.CALIBRE_ID] = self.calibre_id
+        if self.source:
+            payload[f.SOURCE] = source_value(self.book_key, self.source)
         return payload
 
     @classmethod
@@ -65,6 +69,8 @@ class BookRecord:
             chunking=dict(payload.get(f.CHUNKING) or {}),
             ingested_at=str(payload.get(f.INGESTED_AT, "")),
             complete=payload.get(f.COMPLETE) is True,
+            version=int(payload.get(f.VERSION, 0)),
+            source=str(payload.get(f.SOURCE, "")).partition("|")[2],
         )
 
 
@@ -154,3 +160,18 @@ def complete(**must: Any) -> Filter:
 def complete_books(store: Store, collection: str, **must: Any) -> dict[str, int]:
     """Book key -> points, of the books written whole into `collection` (narrowed by `must`)."""
     return store.facet_counts(collection, f.BOOK_KEY, complete(**must))
+
+
+def source_value(book_key: str, source: str) -> str:
+    """The stored form of a book version's source: one keyword holds both, so one facet lists them all."""
+    return f"{book_key}|{source}"
+
+
+def complete_sources(store: Store, collection: str) -> dict[str, str]:
+    """Book key -> the source of the version held whole (books ingested before sources were kept: "")."""
+    sources = {key: "" for key in complete_books(store, collection)}
+    for value in store.facet_counts(collection, f.SOURCE, complete()):
+        key, _, source = str(value).partition("|")
+        if key in sources:
+            sources[key] = source
+    return sources

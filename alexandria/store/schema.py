@@ -22,6 +22,8 @@ CALIBRE_ID = "calibre_id"      # int, Calibre books only
 FILE_PATH = "file_path"
 FORMAT = "format"              # "EPUB", "PDF", "TXT", "MD", "HTML"
 COMPLETE = "complete"          # bool: the whole book is written
+VERSION = "version"            # int: when this version of the book was ingested (ns); a re-ingest writes a newer one
+SOURCE = "source"              # "<book_key>|<format>:<size>:<mtime_ns>:<sha256>": the file this version was read from
 
 # book metadata
 BOOK_TITLE = "book_title"
@@ -48,8 +50,8 @@ DIMENSION = "dimension"
 CHUNKING = "chunking"          # {"threshold", "min_chunk_size", "max_chunk_size", "hierarchical"}
 INGESTED_AT = "ingested_at"    # ISO 8601 UTC
 
-KEYWORD_INDEXES = (BOOK_KEY, LEVEL, LANGUAGE, AUTHORS, FILE_PATH, PARENT_ID, FORMAT)
-INTEGER_INDEXES = (CALIBRE_ID, SEQUENCE_INDEX, CHAPTER_INDEX)
+KEYWORD_INDEXES = (BOOK_KEY, LEVEL, LANGUAGE, AUTHORS, FILE_PATH, PARENT_ID, FORMAT, SOURCE)
+INTEGER_INDEXES = (CALIBRE_ID, SEQUENCE_INDEX, CHAPTER_INDEX, VERSION)
 BOOL_INDEXES = (COMPLETE,)
 # word-matched (Filter.text): lowercased, accents folded, so "austen" finds "Jane Austen"
 TEXT_INDEXES = (AUTHOR,)

@@ -70,19 +70,35 @@ class BookFile:
     language: str | None = None
     calibre_id: int | None = None
     extracted: ExtractedBook | None = None  # already read (local files are read once for their metadata)
+    source: str = ""  # which version of the file: "<format>:<size>:<mtime_ns>:<sha256>" (see file_source)
 
     @property
     def size_mb(self) -> float:
         return round(self.path.stat().st_size / BYTES_PER_MB, 2)
 
 
-def content_key(path: Path) -> str:
-    """A local file's book key: the sha256 of its bytes, so renaming or moving it changes nothing."""
+def content_hash(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as file:
         while block := file.read(1 << 20):
             digest.update(block)
-    return f"sha256:{digest.hexdigest()}"
+    return digest.hexdigest()
+
+
+def content_key(path: Path) -> str:
+    """A local file's book key: the sha256 of its bytes, so renaming or moving it changes nothing."""
+    return f"sha256:{content_hash(path)}"
+
+
+def file_stamp(fmt: str, path: Path) -> str:
+    """What says cheaply whether a file changed: "<format>:<size>:<mtime_ns>"."""
+    stat = path.stat()
+    return f"{fmt}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def file_source(fmt: str, path: Path) -> str:
+    """A version of a book's file: its stamp and, to be sure when the stamp changed, its content hash."""
+    return f"{file_stamp(fmt, path)}:{content_hash(path)}"
 
 
 @dataclass(frozen=True)
@@ -175,8 +191,10 @@ class BookIngestor:
         params: ChunkingParams,
         hierarchical: bool,
         report: Report,
+        replace: bool = False,
     ) -> IngestOutcome:
-        """Ingest one book whole, or leave nothing of it visible."""
+        """Ingest one book whole, or leave nothing of it visible. An ingested book is refused, unless
+        `replace`: then the new version is written beside the old one, which goes once the new is whole."""
         started = time.perf_counter()
         writer = BookWriter(self.store, collection)
         title = source.title or source.path.stem
@@ -187,7 +205,8 @@ class BookIngestor:
             raise AlreadyExists(f"'{title}' is being ingested into '{collection}' right now; wait for it to finish.")
         self._in_progress.add(key)
         try:
-            await asyncio.to_thread(writer.refuse_if_ingested, source.book_key, title)
+            if not replace:
+                await asyncio.to_thread(writer.refuse_if_ingested, source.book_key, title)
             model = await self.embedder.model_info()
             await asyncio.to_thread(writer.ensure_collection, model.dimension, model.name)
             outcome = IngestOutcome(
@@ -222,10 +241,11 @@ class BookIngestor:
                 f"🧠 Embedded {len(prepared.sentences):,} sentences and {len(chunked.parents)} chapter openings "
                 f"with {model.name} on {model.device}"
             )
+            version = time.time_ns()
             points = build_points(source, outcome, chunked, prepared.vectors, parent_vectors, model.name,
-                                  model.dimension)
+                                  model.dimension, version)
             report("write", 0, len(points), f"writing {len(points):,} points")
-            await asyncio.to_thread(writer.write, source.book_key, points)
+            await asyncio.to_thread(writer.write, source.book_key, version, points)
             report("write", len(points), len(points), f"wrote {len(points):,} points")
             outcome.steps.append(f"💾 Wrote {len(points):,} points to '{collection}'")
             outcome.steps.append("✅ Successfully ingested!")
@@ -251,8 +271,9 @@ def build_points(
     parent_vectors: np.ndarray,
     model: str,
     dimension: int,
+    version: int,
 ) -> list[StoredPoint]:
-    """Every point of a book, children first then parents, all written with `complete` false."""
+    """Every point of one version of a book, children first then parents, all written with `complete` false."""
     params = chunked.params
     book = BookRecord(
         book_key=source.book_key, title=outcome.title, author=outcome.author, authors=source.authors,
@@ -260,16 +281,16 @@ def build_points(
         model=model, dimension=dimension,
         chunking={"threshold": params.threshold, "min_chunk_size": params.min_chunk_size,
                   "max_chunk_size": params.max_chunk_size, "hierarchical": chunked.hierarchical},
-        ingested_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        ingested_at=datetime.now(UTC).isoformat(timespec="seconds"), version=version, source=source.source,
     )
-    parent_ids = [point_id(source.book_key, f.Level.PARENT, n) for n in range(len(chunked.parents))]
+    parent_ids = [point_id(source.book_key, version, f.Level.PARENT, n) for n in range(len(chunked.parents))]
     points = []
     for n, chunk in enumerate(chunked.chunks):
         record = _record(book, chunk, chunk.level, chunk.sibling_count, sequence_index=chunk.sequence_index,
                          parent_id=None if chunk.parent_index is None else parent_ids[chunk.parent_index])
         sentences = sentence_vectors[chunk.first_sentence : chunk.end_sentence]
         centroid = sentences.mean(axis=0)
-        points.append(StoredPoint(point_id(source.book_key, str(chunk.level), n), centroid / np.linalg.norm(centroid),
+        points.append(StoredPoint(point_id(source.book_key, version, str(chunk.level), n), centroid / np.linalg.norm(centroid),
                                   encode_document(chunk.text), record.to_payload(), sentences))
     for n, parent in enumerate(chunked.parents):
         record = _record(book, parent, f.Level.PARENT, parent.child_count)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from grpc import aio
@@ -23,7 +22,7 @@ from alexandria.settings import IngestSettings
 from alexandria.store import Filter, Store, open_store
 from alexandria.store import schema as f
 from alexandria.store.model import check_collection_name
-from alexandria.v1 import catalog_pb2, catalog_pb2_grpc, common_pb2, ingest_pb2, ingest_pb2_grpc
+from alexandria.v1 import catalog_pb2_grpc, common_pb2, ingest_pb2, ingest_pb2_grpc
 from services.ingest.batch import (
     BatchBook,
     BatchRow,
@@ -40,8 +39,8 @@ from services.ingest.local_files import LocalRoots
 from services.ingest.pipeline import BookFile, BookIngestor, IngestOutcome
 from services.ingest.progress import Report, run_with_progress
 from services.ingest.sources import BookSources
-from services.ingest.sync import Failure, LibraryBook, SyncPlan, SyncState, plan_sync
-from services.ingest.writer import BookWriter, RemovedBook
+from services.ingest.sync import LibrarySync, SyncOutcome, SyncRequest
+from services.ingest.writer import BookWriter
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +109,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         self.roots = LocalRoots.from_settings(settings)
         self.sources = BookSources(catalog, self.roots)
         self.ingestor = BookIngestor(store, embedder, indexer.request)
+        self.sync = LibrarySync(catalog, self.sources, self.ingestor, settings.store.alexandria_data_dir / "sync")
 
     def _collection(self, name: str) -> str:
         return check_collection_name(name.strip() or self.settings.store.qdrant_collection)
@@ -191,51 +191,11 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
 
     async def SyncLibrary(self, request: ingest_pb2.SyncLibraryRequest, context: aio.ServicerContext):
         collection, params, hierarchical, fmt = self._options(request.options)
-        state = SyncState(self.settings.store.alexandria_data_dir / "sync", collection)
+        sync = SyncRequest(collection, params, hierarchical, fmt, request.dry_run, request.remove_deleted,
+                           request.retry_failed)
 
         async def work(report: Report) -> ingest_pb2.SyncResult:
-            started = time.perf_counter()
-            with state.locked():
-                listed = await self.catalog.call("ListLibraryFiles",
-                                                 catalog_pb2.ListLibraryFilesRequest(format_preference=fmt))
-                library = [LibraryBook(b.book_id, b.uuid, b.title, b.author, b.format, b.size_bytes, b.mtime_ns)
-                           for b in listed.books]
-                writer = BookWriter(self.store, collection)
-                held = set(await asyncio.to_thread(writer.held_books))
-                failures = state.failures()
-                plan = plan_sync(library, held, failures, request.remove_deleted, request.retry_failed)
-                report("plan", 1, 1, f"{len(plan.add)} to add, {len(plan.remove)} to remove, "
-                                     f"{len(plan.skip)} skipped, {plan.unchanged} unchanged")
-                removing = {key: await asyncio.to_thread(writer.find_book_key, Filter(must={f.BOOK_KEY: key}), key)
-                            for key in plan.remove}
-                if request.dry_run:
-                    return sync_result(plan, removing, [], [], [], dry_run=True, started=started)
-                by_id = {book.book_id: book for book in plan.add}
-
-                async def resolve(book: BatchBook) -> tuple[BatchBook, BookFile]:
-                    source = await self.sources.calibre(book.id, fmt)
-                    return BatchBook(book.id, source.title or book.title, " & ".join(source.authors)), source
-
-                async def ingest(source: BookFile, book_report: Report) -> int:
-                    return (await self.ingestor.ingest(source, collection, params, hierarchical, book_report)).chunks
-
-                def remember(row: BatchRow) -> None:
-                    book = by_id[row.book.id]
-                    if row.status == BatchStatus.FAILED:
-                        failures[book.key] = Failure(book.book_id, row.book.title, row.error or "", book.fingerprint)
-                    else:
-                        failures.pop(book.key, None)
-                    state.save_failures(failures)
-
-                books = [BatchBook(b.book_id, b.title, b.author) for b in plan.add]
-                rows = await ingest_batch(books, resolve, ingest, report, remember, stage="sync")
-                removed = []
-                for n, key in enumerate(plan.remove):
-                    removed.append(await asyncio.to_thread(writer.remove, *removing[key]))
-                    report("remove", n + 1, len(plan.remove), f"removed {removed[-1].title}")
-                failed = [row for row in rows if row.status == BatchStatus.FAILED]
-                added = [row for row in rows if row.status != BatchStatus.FAILED]
-                return sync_result(plan, removing, added, removed, failed, dry_run=False, started=started)
+            return sync_result(await self.sync.run(sync, report))
 
         async for event in self._stream(work, ingest_pb2.SyncEvent):
             yield event
@@ -316,26 +276,28 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
                                              book_key=removed.book_key, chunks_removed=removed.points,
                                              collection=collection)
 
-def sync_result(plan: SyncPlan, removing: dict[str, tuple[str, str, str]], added: list[BatchRow],
-                removed: list[RemovedBook], failed: list[BatchRow], dry_run: bool, started: float,
-                ) -> ingest_pb2.SyncResult:
-    seconds = round(time.perf_counter() - started, 2)
+def sync_result(outcome: SyncOutcome) -> ingest_pb2.SyncResult:
+    plan = outcome.plan
     plan_message = ingest_pb2.SyncPlan(
         add=[ingest_pb2.SyncBook(book_id=b.book_id, title=b.title) for b in plan.add],
-        remove=[ingest_pb2.SyncBook(title=removing[key][1]) for key in plan.remove],
+        change=[ingest_pb2.SyncBook(book_id=b.book_id, title=b.title) for b in plan.change],
+        remove=[ingest_pb2.SyncBook(title=outcome.removing[key]) for key in plan.remove],
         skip_failed=[ingest_pb2.SyncBook(book_id=s.book.book_id, title=s.book.title, reason=s.reason) for s in plan.skip],
         unchanged=plan.unchanged,
     )
-    if dry_run:
-        summary_line = (f"🔎 Sync plan: {len(plan.add)} to add, {len(plan.remove)} "
-                        f"to remove, {len(plan.skip)} skipped, {plan.unchanged} unchanged; nothing was changed.")
+    failed = outcome.failed
+    if outcome.dry_run:
+        summary_line = (f"🔎 Sync plan: {len(plan.add)} to add, {len(plan.change)} changed, {len(plan.remove)} to "
+                        f"remove, {len(plan.skip)} skipped, {plan.unchanged} unchanged; nothing was changed.")
     else:
-        summary_line = (f"🔄 Sync complete in {seconds:.1f} s: {len(added)} added, {len(removed)} removed, "
-                        f"{len(failed)} failed, {len(plan.skip)} skipped, {plan.unchanged} unchanged.")
+        summary_line = (f"🔄 Sync complete in {outcome.seconds:.1f} s: {outcome.added} added, {outcome.replaced} "
+                        f"replaced, {len(outcome.removed)} removed, {len(failed)} failed, {len(plan.skip)} skipped, "
+                        f"{plan.unchanged + outcome.restamped} unchanged.")
     return ingest_pb2.SyncResult(
-        plan=plan_message, dry_run=dry_run, added=len(added), removed=len(removed),
+        plan=plan_message, dry_run=outcome.dry_run, added=outcome.added, replaced=outcome.replaced,
+        removed=len(outcome.removed),
         failed=[ingest_pb2.SyncBook(book_id=r.book.id, title=r.book.title, reason=r.error or "") for r in failed],
-        summary=summary_line, seconds=seconds,
+        summary=summary_line, seconds=outcome.seconds,
     )
 
 

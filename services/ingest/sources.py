@@ -14,7 +14,7 @@ from alexandria.store import schema as f
 from alexandria.v1 import catalog_pb2
 from services.ingest.extract import extract_book
 from services.ingest.local_files import LocalRoots
-from services.ingest.pipeline import BookFile, content_key
+from services.ingest.pipeline import BookFile, content_hash, content_key, file_source, file_stamp
 
 
 class BookSources:
@@ -26,18 +26,19 @@ class BookSources:
         """A Calibre book and the file of it to read (the preferred format when it has several)."""
         resolved = await self.catalog.call(
             "ResolveBookFile", catalog_pb2.ResolveBookFileRequest(book_id=book_id, format_preference=preferred_format))
-        book = resolved.book
-        return BookFile(Path(resolved.file_path), resolved.format, book.uuid, book.title, tuple(book.authors),
-                        book.language or None, book.id)
+        book, path = resolved.book, Path(resolved.file_path)
+        source = await asyncio.to_thread(file_source, resolved.format, path)
+        return BookFile(path, resolved.format, book.uuid, book.title, tuple(book.authors), book.language or None,
+                        book.id, source=source)
 
     async def local(self, file_path: str, title: str = "", author: str = "", language: str = "") -> BookFile:
         """A local file, keyed by its content; what is given overrides what the file says of itself."""
         path, fmt = self.roots.file(file_path)
-        key = await asyncio.to_thread(content_key, path)
+        digest = await asyncio.to_thread(content_hash, path)
         extracted = await asyncio.to_thread(extract_book, path, fmt)
         authors = tuple(a.strip() for a in author.split("&") if a.strip()) if author.strip() else extracted.authors
-        return BookFile(path, fmt, key, title.strip() or extracted.title, authors,
-                        language.strip() or extracted.language, None, extracted)
+        return BookFile(path, fmt, f"sha256:{digest}", title.strip() or extracted.title, authors,
+                        language.strip() or extracted.language, None, extracted, f"{file_stamp(fmt, path)}:{digest}")
 
     async def local_filter(self, file_path: str) -> Filter:
         """A local book's points: by its content when the file is still there, else by the path it was

@@ -14,16 +14,17 @@ from dataclasses import dataclass
 from alexandria.errors import AlreadyExists, NotFound
 from alexandria.store import Filter, Store, StoredPoint
 from alexandria.store import schema as f
-from alexandria.store.records import BookRecord, CollectionModel, complete, complete_books
+from alexandria.store.records import BookRecord, CollectionModel, complete, complete_sources, source_value
 
 # Fixed namespace: a point's id is a pure function of its book key and place in the book.
 POINT_NAMESPACE = uuid.UUID("5f0c4a6e-2f7e-4a57-9a39-0a7e1c1d2b33")
 UPSERT_BATCH = 256
 
 
-def point_id(book_key: str, level: str, index: int) -> str:
-    """Deterministic point id: the same book cut the same way always gets the same ids."""
-    return str(uuid.uuid5(POINT_NAMESPACE, f"{book_key}/{level}/{index}"))
+def point_id(book_key: str, version: int, level: str, index: int) -> str:
+    """Deterministic point id: a version of a book, cut the same way, always gets the same ids, and two
+    versions of one book never share one."""
+    return str(uuid.uuid5(POINT_NAMESPACE, f"{book_key}@{version}/{level}/{index}"))
 
 
 @dataclass(frozen=True)
@@ -59,13 +60,22 @@ class BookWriter:
                 "Remove it first (alexandria_remove) to ingest it again with other parameters."
             )
 
-    def write(self, book_key: str, points: list[StoredPoint]) -> int:
-        """Write every point invisibly, then make the whole book visible at once."""
+    def write(self, book_key: str, version: int, points: list[StoredPoint]) -> int:
+        """Write every point of this version invisibly, make it visible at once, then drop any older version.
+
+        While a new version replaces an old one both are visible for a moment; a search keeps the newest
+        version of each book it finds, so it never returns a book twice, nor misses it.
+        """
         self.store.delete(self.collection, self._book(book_key, **{f.COMPLETE: False}))
         for start in range(0, len(points), UPSERT_BATCH):
             self.store.upsert(self.collection, points[start : start + UPSERT_BATCH])
-        self.store.set_payload(self.collection, self._book(book_key), {f.COMPLETE: True})
+        self.store.set_payload(self.collection, self._book(book_key, **{f.VERSION: version}), {f.COMPLETE: True})
+        self.store.delete(self.collection, Filter(must={f.BOOK_KEY: book_key}, must_not={f.VERSION: version}))
         return len(points)
+
+    def restamp(self, book_key: str, source: str) -> None:
+        """Record that the book's file changed its stamp but not its content: no need to ingest it again."""
+        self.store.set_payload(self.collection, self._book(book_key), {f.SOURCE: source_value(book_key, source)})
 
     def find_book_key(self, where: Filter, what: str) -> tuple[str, str, str]:
         """(book key, title, author) of the one book matching `where`, or NotFound naming `what`."""
@@ -77,11 +87,11 @@ class BookWriter:
         book = BookRecord.from_payload(records[0].payload)
         return book.book_key, book.title, book.author
 
-    def held_books(self) -> set[str]:
-        """The keys of the books the collection holds whole (none when it does not exist yet)."""
+    def held_sources(self) -> dict[str, str]:
+        """Book key -> the source of each book the collection holds whole (none when it does not exist yet)."""
         if self.store.collection_info(self.collection) is None:
-            return set()
-        return set(complete_books(self.store, self.collection))
+            return {}
+        return complete_sources(self.store, self.collection)
 
     def remove(self, book_key: str, title: str, author: str) -> RemovedBook:
         removed = self.store.delete(self.collection, self._book(book_key))

@@ -34,7 +34,7 @@ from alexandria.languages import language_spellings
 from alexandria.store import CollectionInfo, Filter, Hit, PointRecord, SparseVector, Store, call_store
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_query
-from alexandria.store.records import ChunkRecord, CollectionModel, complete
+from alexandria.store.records import BookRecord, ChunkRecord, CollectionModel, complete
 from services.query.budget import fit_to_budget
 from services.query.context import assemble_context, neighbour_key, neighbour_positions
 from services.query.outcome import ContextMode, Locator, Passage, SearchMode, SearchOutcome
@@ -176,7 +176,7 @@ class Searcher:
 
     async def _rank(self, query: SearchQuery, query_vector: QueryVector, terms: SparseVector) -> Ranked:
         """Both stages: the engine's candidates, then each one's relevance, best first."""
-        hits = await call_store(self.store, self._candidates, query, query_vector.vector, terms)
+        hits = newest_versions(await call_store(self.store, self._candidates, query, query_vector.vector, terms))
         if not hits:
             return Ranked([], [])
         signals = await call_store(self.store, measure, self.store, query.collection, hits, query_vector.vector, terms)
@@ -229,6 +229,16 @@ class Searcher:
             limit=len(wanted_parents) * len(wanted_indices),
         )
         return parents, [r for r in records if neighbour_key(ChunkRecord.from_payload(r.payload)) in wanted]
+
+
+def newest_versions(hits: list[Hit]) -> list[Hit]:
+    """The candidates of each book's newest version: while a re-ingest replaces a book, both versions are
+    visible for a moment, and a search must return the book once, not twice."""
+    versions = [(book.book_key, book.version) for book in (BookRecord.from_payload(hit.payload) for hit in hits)]
+    newest: dict[str, int] = {}
+    for key, version in versions:
+        newest[key] = max(version, newest.get(key, version))
+    return [hit for hit, (key, version) in zip(hits, versions, strict=True) if version == newest[key]]
 
 
 def search_filter(query: SearchQuery) -> Filter:

@@ -7,9 +7,11 @@ way Calibre does it: rows in metadata.db (with Calibre's own triggers) and the b
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from catalog.scratch import copy_library, open_for_writing
@@ -63,11 +65,11 @@ async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Pat
     try:
         plan = alexandria(stack, "sync", "--dry-run")
         assert plan.returncode == 0, plan
-        assert "4 to add, 0 to remove" in plan.stdout and plan.stdout.count("  add ") == 4
+        assert "4 to add, 0 changed, 0 to remove" in plan.stdout and plan.stdout.count("  add ") == 4
         assert set((await ingested(stack)).values()) == {False}, "a dry run changes nothing"
 
         first = alexandria(stack, "sync")
-        assert first.returncode == 0 and "4 added, 0 removed, 0 failed" in first.stdout, first
+        assert first.returncode == 0 and "4 added, 0 replaced, 0 removed, 0 failed" in first.stdout, first
         assert "sync" in first.stderr and "ETA" in first.stderr, "progress with an ETA on stderr"
         assert await ingested(stack) == {1: True, 2: True, 3: True, 4: True}
 
@@ -81,15 +83,32 @@ async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Pat
         assert refused.returncode == 1 and "A sync of collection 'alexandria' is already running" in refused.stderr
         second = alexandria(stack, "sync")
         assert second.returncode == 1, second  # the broken book failed
-        assert "1 added, 1 removed, 1 failed" in second.stdout, second
+        assert "1 added, 0 replaced, 1 removed, 1 failed" in second.stdout, second
         assert "failed  A Broken Book:" in second.stdout, second
         assert await ingested(stack) == {1: True, 2: True, 4: True, 5: True, 6: False}
 
         again = alexandria(stack, "sync")
         assert again.returncode == 0, again
-        assert "0 added, 0 removed, 0 failed, 1 skipped, 4 unchanged" in again.stdout
+        assert "0 added, 0 replaced, 0 removed, 0 failed, 1 skipped, 4 unchanged" in again.stdout
         assert "skipped A Broken Book:" in again.stdout, "a failed book is not retried while its file is the same"
         retried = alexandria(stack, "sync", "--retry-failed")
         assert retried.returncode == 1 and "1 failed" in retried.stdout, retried
+
+        # Book 5's file replaced by another text, book 1's only touched: one is ingested anew, one is not.
+        second_almanac = next((library / "Margaret Holloway").glob("A Second Almanac (5)/*.epub"))
+        second_almanac.write_bytes(next((library / "Arthur Penhallow").rglob("*.epub")).read_bytes())
+        first_almanac = next((library / "Margaret Holloway").glob("The Lighthouse*/*.epub"))
+        os.utime(first_almanac, ns=(time.time_ns(), time.time_ns()))
+        changed = alexandria(stack, "sync", "--dry-run")
+        assert "2 changed" in changed.stdout and changed.stdout.count("  change ") == 2, changed
+        replaced = alexandria(stack, "sync")
+        assert "0 added, 1 replaced, 0 removed" in replaced.stdout and "3 unchanged" in replaced.stdout, replaced
+        async with Client(stack.mcp_url) as client:
+            found, _ = await call(client, "alexandria_query", {
+                "query": "Kelby Head", "book_id": 5, "threshold": 0.0, "search_mode": "lexical", "limit": 20})
+            stats, _ = await call(client, "alexandria_stats")
+        assert found["result_count"] > 0, "book 5 now holds the new text"
+        assert stats["qdrant"]["books"] == 4
+        assert alexandria(stack, "sync").stdout.count("0 replaced") == 1, "the touched file is not ingested again"
     finally:
         stack.stop()

@@ -15,9 +15,9 @@ LOST = LibraryBook(9, "uuid-lost", "Lost", format="")  # no file on disk
 
 
 def test_new_books_are_added_deleted_ones_removed_and_local_files_left_alone() -> None:
-    held = {"uuid-emma", "uuid-deleted", "sha256:abc"}
+    held = {"uuid-emma": f"{EMMA.fingerprint}:abc", "uuid-deleted": "", "sha256:abc": ""}
     plan = plan_sync([PERSUASION, EMMA, LOST], held, {}, remove_deleted=True, retry_failed=False)
-    assert [b.title for b in plan.add] == ["Persuasion"]
+    assert [b.title for b in plan.add] == ["Persuasion"] and plan.change == []
     assert plan.remove == ["uuid-deleted"] and plan.unchanged == 1
     assert [(s.book.title, s.reason) for s in plan.skip] == [("Lost", NO_FILE)]
     kept = plan_sync([PERSUASION, EMMA], held, {}, remove_deleted=False, retry_failed=False)
@@ -26,11 +26,20 @@ def test_new_books_are_added_deleted_ones_removed_and_local_files_left_alone() -
 
 def test_a_book_that_failed_is_skipped_until_its_file_changes_or_a_retry_is_asked() -> None:
     failures = {PERSUASION.key: Failure(4, "Persuasion", "no text", PERSUASION.fingerprint)}
-    plan = plan_sync([PERSUASION], set(), failures, remove_deleted=True, retry_failed=False)
+    plan = plan_sync([PERSUASION], {}, failures, remove_deleted=True, retry_failed=False)
     assert plan.add == [] and [(s.book.title, s.reason) for s in plan.skip] == [("Persuasion", "no text")]
-    assert plan_sync([PERSUASION], set(), failures, True, retry_failed=True).add == [PERSUASION]
+    assert plan_sync([PERSUASION], {}, failures, True, retry_failed=True).add == [PERSUASION]
     replaced = LibraryBook(4, "uuid-persuasion", "Persuasion", format="PDF", size_bytes=101, mtime_ns=9)
-    assert plan_sync([replaced], set(), failures, True, False).add == [replaced]
+    assert plan_sync([replaced], {}, failures, True, False).add == [replaced]
+
+
+def test_a_book_whose_file_changed_is_planned_for_replacement() -> None:
+    touched = LibraryBook(2, "uuid-emma", "Emma", format="EPUB", size_bytes=200, mtime_ns=99)
+    held = {"uuid-emma": f"{EMMA.fingerprint}:abc"}
+    plan = plan_sync([touched], held, {}, remove_deleted=True, retry_failed=False)
+    assert plan.change == [touched] and plan.unchanged == 0
+    unknown = plan_sync([touched], {"uuid-emma": ""}, {}, True, False)  # ingested before sources were kept
+    assert unknown.change == [] and unknown.unchanged == 1
 
 
 def test_failures_survive_between_syncs_and_an_unreadable_file_forgets_them(tmp_path: Path) -> None:

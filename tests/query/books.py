@@ -104,13 +104,14 @@ async def book_points(book: SampleBook, embedder: EmbedderClient, model: str, co
         f.FORMAT: "EPUB",
         f.MODEL: model,
         f.COMPLETE: complete,
+        f.VERSION: 0,
         **({f.CALIBRE_ID: book.calibre_id} if book.calibre_id is not None else {}),
     }
     payloads: list[tuple[str, dict]] = []
     position = 0
     for chapter_index, (title, paragraphs) in enumerate(book.chapters):
         chapter_text = "\n\n".join(paragraphs)
-        parent_id = point_id(book.book_key, f.Level.PARENT, chapter_index)
+        parent_id = point_id(book.book_key, 0, f.Level.PARENT, chapter_index)
         location = {f.CHAPTER_TITLE: title, f.CHAPTER_INDEX: chapter_index}
         if book.hierarchical:
             payloads.append((parent_id, {
@@ -126,7 +127,7 @@ async def book_points(book: SampleBook, embedder: EmbedderClient, model: str, co
             }
             if book.hierarchical:
                 payload[f.PARENT_ID] = parent_id
-            payloads.append((point_id(book.book_key, level, position), payload))
+            payloads.append((point_id(book.book_key, 0, level, position), payload))
             position += 1
     # As ingest writes them: a chunk carries its sentences' vectors and their normalised mean;
     # a chapter, one vector of its text.

@@ -58,7 +58,7 @@ class Stack:
         BookWriter(self.store, collection).ensure_collection(384, self.model_name)
         points = await book_points(book, self.embedder, self.model_name, complete)
         if complete:
-            await asyncio.to_thread(BookWriter(self.store, collection).write, book.book_key, points)
+            await asyncio.to_thread(BookWriter(self.store, collection).write, book.book_key, 0, points)
         else:
             await asyncio.to_thread(self.store.upsert, collection, points)
 

@@ -1,0 +1,57 @@
+"""The writer on the real embedded store: a book is visible whole or not at all, and a new version
+replaces the old one without a search ever seeing the book twice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from alexandria.settings import StoreSettings
+from alexandria.store import Filter, Hit, StoredPoint, open_store
+from alexandria.store import schema as f
+from alexandria.store.lexical import encode_document
+from alexandria.store.records import BookRecord, ChunkRecord, complete, complete_sources
+from services.ingest.writer import BookWriter, point_id
+from services.query.search import newest_versions
+
+KEY = "uuid-emma"
+DIMENSION = 4
+
+
+def version_points(version: int, texts: list[str]) -> list[StoredPoint]:
+    book = BookRecord(book_key=KEY, title="Emma", author="Jane Austen", model="m", dimension=DIMENSION,
+                      version=version, source=f"EPUB:{version}:1:hash{version}")
+    points = []
+    for n, text in enumerate(texts):
+        record = ChunkRecord(book=book, level=f.Level.FLAT, text=text, position=n)
+        vector = np.eye(DIMENSION, dtype=np.float32)[n % DIMENSION]
+        points.append(StoredPoint(point_id(KEY, version, "flat", n), vector, encode_document(text), record.to_payload()))
+    return points
+
+
+def test_a_new_version_replaces_the_old_one_whole(tmp_path: Path) -> None:
+    store = open_store(StoreSettings(alexandria_data_dir=tmp_path, qdrant_host=None, qdrant_url=None,
+                                     qdrant_local_path=None))
+    try:
+        writer = BookWriter(store, "books")
+        writer.ensure_collection(DIMENSION, "m")
+        writer.write(KEY, 1, version_points(1, ["old one", "old two", "old three"]))
+        assert store.count("books", complete()) == 3
+        writer.write(KEY, 2, version_points(2, ["new one", "new two"]))
+        left = store.scroll("books", Filter(must={f.BOOK_KEY: KEY}), limit=10)
+        assert sorted(ChunkRecord.from_payload(r.payload).text for r in left) == ["new one", "new two"]
+        assert all(ChunkRecord.from_payload(r.payload).book.complete for r in left)
+        assert complete_sources(store, "books") == {KEY: "EPUB:2:1:hash2"}
+        writer.restamp(KEY, "EPUB:2:5:hash2")
+        assert complete_sources(store, "books") == {KEY: "EPUB:2:5:hash2"}
+    finally:
+        store.close()
+
+
+def test_while_two_versions_are_visible_a_search_keeps_the_newest_of_each_book() -> None:
+    def hit(name: str, key: str, version: int) -> Hit:
+        return Hit(name, 1.0, {f.BOOK_KEY: key, f.VERSION: version, f.TEXT: name})
+
+    hits = [hit("old", KEY, 1), hit("new", KEY, 2), hit("other", "uuid-persuasion", 1), hit("new too", KEY, 2)]
+    assert [h.id for h in newest_versions(hits)] == ["new", "other", "new too"]
