@@ -1,12 +1,13 @@
 """Queries under load: many MCP clients asking at once while a batch ingest runs.
 
-    .venv/bin/python bench/load.py [--clients 30] [--queries 10] [--batch 1 2 3]
+    .venv/bin/python bench/load.py [--clients 30] [--queries 10] [--batch 1 2 3 | --sync]
 
 Starts `alexandria up` on a scratch data directory with the shared library, ingests Hamlet so
-that there is something to find, then starts a batch ingest of other books and, while it runs,
-has each of `--clients` MCP clients (each its own connection) ask `--queries` questions one after
-another through `alexandria_query` at the tool's defaults. Reports errors, p50/p95/max latency of
-the queries that ran during the batch, and the same queries with the stack idle as the baseline.
+that there is something to find, then starts a batch ingest of other books (or, with --sync,
+`alexandria sync` of the whole library) and, while it runs, has each of `--clients` MCP clients
+(each its own connection) ask `--queries` questions one after another through `alexandria_query`
+at the tool's defaults. Reports errors, p50/p95/max latency of the queries that ran during the
+batch or sync, and the same queries with the stack idle as the baseline.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def summary(samples: list[tuple[float, bool, bool]]) -> dict:
     }
 
 
-async def measure(url: str, clients: int, queries: int, batch: list[int]) -> dict:
+async def measure(url: str, env: dict[str, str], clients: int, queries: int, batch: list[int] | None) -> dict:
     async with Client(url) as client:
         seeded = await client.call_tool("alexandria_ingest", {"book_id": HAMLET})
         assert not seeded.is_error, seeded.structured_content
@@ -76,10 +77,17 @@ async def measure(url: str, clients: int, queries: int, batch: list[int]) -> dic
     batch_done = asyncio.Event()
 
     async def run_batch() -> dict:
+        if batch is None:
+            sync = await asyncio.create_subprocess_exec(
+                str(Path(sys.executable).with_name("alexandria")), "sync", env=env,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+            out, _ = await sync.communicate()
+            batch_done.set()
+            return {"sync": out.decode().strip().splitlines()[-1], "exit": sync.returncode}
         async with Client(url) as client:
             result = await client.call_tool("alexandria_batch_ingest", {"book_ids": batch})
         batch_done.set()
-        return result.structured_content
+        return {k: result.structured_content.get(k) for k in ("total", "succeeded", "skipped", "failed")}
 
     batch_task = asyncio.ensure_future(run_batch())
     await asyncio.sleep(2)  # the batch is reading and embedding its first book
@@ -92,7 +100,7 @@ async def measure(url: str, clients: int, queries: int, batch: list[int]) -> dic
         "idle": summary(idle),
         "during_batch": summary(during),
         "all_under_load": summary([s for group in loaded for s in group]),
-        "batch": {k: batch_result.get(k) for k in ("total", "succeeded", "skipped", "failed")},
+        "batch": batch_result,
     }
 
 
@@ -101,11 +109,13 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=30)
     parser.add_argument("--queries", type=int, default=10)
     parser.add_argument("--batch", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--sync", action="store_true", help="load during `alexandria sync` of the whole library")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="alexandria-load-") as scratch:
         stack = start_stack(Path(scratch) / "var", LIBRARY)
         try:
-            figures = asyncio.run(measure(stack.mcp_url, args.clients, args.queries, args.batch))
+            figures = asyncio.run(measure(stack.mcp_url, stack.env, args.clients, args.queries,
+                                          None if args.sync else args.batch))
         finally:
             stack.stop()
     print(f"{'':<16} {'queries':>8} {'errors':>7} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
