@@ -6,9 +6,18 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: setup run test protos lint
+.PHONY: setup run test protos lint ocr-data
 
-setup: $(STAMP)
+setup: $(STAMP) ocr-data
+
+# Tesseract's language data (English, German, French), for OCR of scanned PDF pages: PyMuPDF brings
+# the engine, Debian the data. Installed once, as root or through sudo.
+OCR_DATA := /usr/share/tesseract-ocr/5/tessdata/eng.traineddata
+OCR_PACKAGES := tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra
+APT := $(if $(filter 0,$(shell id -u)),,sudo) apt-get
+ocr-data:
+	@test -f $(OCR_DATA) || $(APT) install -y -q --no-install-recommends $(OCR_PACKAGES) \
+		|| ($(APT) update -q && $(APT) install -y -q --no-install-recommends $(OCR_PACKAGES))
 
 # torch is pinned and installed first: an unpinned torch would pull a multi-GB CUDA build.
 $(STAMP): pyproject.toml

@@ -118,6 +118,8 @@ class IngestSettings(_Env):
     local_ingest_path: Path | None = None
     local_ingest_extra_roots: list[Path] = Field(default_factory=list)
     ingest_max_file_mb: float = Field(200.0, gt=0)
+    # Scanned PDF pages are read by OCR (about a second or two a page on a CPU core); a book with more is refused.
+    ingest_ocr_max_pages: int = Field(1000, ge=1)
     store: StoreSettings = Field(default_factory=StoreSettings)
     clients: ClientSettings = Field(default_factory=ClientSettings)
 

@@ -42,6 +42,7 @@ CHAPTER_INDEX = "chapter_index"
 POSITION = "position"          # order of the chunk in the whole book
 PAGE_START = "page_start"
 PAGE_END = "page_end"
+TEXT_SOURCE = "text_source"    # "ocr" when the chunk's text was read from scanned pages; absent: "text"
 WORD_COUNT = "word_count"
 
 # provenance

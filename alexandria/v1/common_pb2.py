@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x61lexandria/v1/common.proto\x12\ralexandria.v1\"S\n\x0e\x43hunkingParams\x12\x11\n\tthreshold\x18\x01 \x01(\x01\x12\x16\n\x0emin_chunk_size\x18\x02 \x01(\x05\x12\x16\n\x0emax_chunk_size\x18\x03 \x01(\x05\"\x95\x01\n\x07Locator\x12\x15\n\rchapter_title\x18\x01 \x01(\t\x12\x15\n\rchapter_index\x18\x02 \x01(\x05\x12\x10\n\x08position\x18\x03 \x01(\x05\x12\x17\n\npage_start\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12\x15\n\x08page_end\x18\x05 \x01(\x05H\x01\x88\x01\x01\x42\r\n\x0b_page_startB\x0b\n\t_page_end\"G\n\x08Progress\x12\r\n\x05stage\x18\x01 \x01(\t\x12\x0c\n\x04\x64one\x18\x02 \x01(\x03\x12\r\n\x05total\x18\x03 \x01(\x03\x12\x0f\n\x07message\x18\x04 \x01(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x61lexandria/v1/common.proto\x12\ralexandria.v1\"S\n\x0e\x43hunkingParams\x12\x11\n\tthreshold\x18\x01 \x01(\x01\x12\x16\n\x0emin_chunk_size\x18\x02 \x01(\x05\x12\x16\n\x0emax_chunk_size\x18\x03 \x01(\x05\"\xaa\x01\n\x07Locator\x12\x15\n\rchapter_title\x18\x01 \x01(\t\x12\x15\n\rchapter_index\x18\x02 \x01(\x05\x12\x10\n\x08position\x18\x03 \x01(\x05\x12\x17\n\npage_start\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12\x15\n\x08page_end\x18\x05 \x01(\x05H\x01\x88\x01\x01\x12\x13\n\x0btext_source\x18\x06 \x01(\tB\r\n\x0b_page_startB\x0b\n\t_page_end\"G\n\x08Progress\x12\r\n\x05stage\x18\x01 \x01(\t\x12\x0c\n\x04\x64one\x18\x02 \x01(\x03\x12\r\n\x05total\x18\x03 \x01(\x03\x12\x0f\n\x07message\x18\x04 \x01(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,7 +34,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CHUNKINGPARAMS']._serialized_start=45
   _globals['_CHUNKINGPARAMS']._serialized_end=128
   _globals['_LOCATOR']._serialized_start=131
-  _globals['_LOCATOR']._serialized_end=280
-  _globals['_PROGRESS']._serialized_start=282
-  _globals['_PROGRESS']._serialized_end=353
+  _globals['_LOCATOR']._serialized_end=301
+  _globals['_PROGRESS']._serialized_start=303
+  _globals['_PROGRESS']._serialized_end=374
 # @@protoc_insertion_point(module_scope)

@@ -15,18 +15,20 @@ class ChunkingParams(_message.Message):
     def __init__(self, threshold: _Optional[float] = ..., min_chunk_size: _Optional[int] = ..., max_chunk_size: _Optional[int] = ...) -> None: ...
 
 class Locator(_message.Message):
-    __slots__ = ("chapter_title", "chapter_index", "position", "page_start", "page_end")
+    __slots__ = ("chapter_title", "chapter_index", "position", "page_start", "page_end", "text_source")
     CHAPTER_TITLE_FIELD_NUMBER: _ClassVar[int]
     CHAPTER_INDEX_FIELD_NUMBER: _ClassVar[int]
     POSITION_FIELD_NUMBER: _ClassVar[int]
     PAGE_START_FIELD_NUMBER: _ClassVar[int]
     PAGE_END_FIELD_NUMBER: _ClassVar[int]
+    TEXT_SOURCE_FIELD_NUMBER: _ClassVar[int]
     chapter_title: str
     chapter_index: int
     position: int
     page_start: int
     page_end: int
-    def __init__(self, chapter_title: _Optional[str] = ..., chapter_index: _Optional[int] = ..., position: _Optional[int] = ..., page_start: _Optional[int] = ..., page_end: _Optional[int] = ...) -> None: ...
+    text_source: str
+    def __init__(self, chapter_title: _Optional[str] = ..., chapter_index: _Optional[int] = ..., position: _Optional[int] = ..., page_start: _Optional[int] = ..., page_end: _Optional[int] = ..., text_source: _Optional[str] = ...) -> None: ...
 
 class Progress(_message.Message):
     __slots__ = ("stage", "done", "total", "message")

@@ -219,7 +219,8 @@ def chunk_book(
                 text=chapter.text[first.start : last.end],
                 word_count=run.words_between(int(start), int(end)),
                 locator=ChunkLocator(
-                    chapter.display_title, chapter.index, position, first.page_start, last.page_end
+                    chapter.display_title, chapter.index, position, first.page_start, last.page_end,
+                    text_source(book, first.page_start, last.page_end),
                 ),
                 level=Level.CHILD if hierarchical else Level.FLAT,
                 sequence_index=index_in_chapter,
@@ -237,12 +238,20 @@ def chunk_book(
             ParentChunk(
                 text=chapter.text,
                 word_count=chapter.word_count,
-                locator=ChunkLocator(chapter.display_title, chapter.index, n, *_page_range(chapter)),
+                locator=ChunkLocator(chapter.display_title, chapter.index, n, *_page_range(chapter),
+                                     text_source(book, *_page_range(chapter))),
                 embed_text=f"{chapter.display_title}\n\n{_head_words(chapter.text, PARENT_EMBED_WORDS)}",
                 child_count=siblings[chapter_index],
             )
         )
     return ChunkedBook(params, hierarchical, tuple(chunks), tuple(parents))
+
+
+def text_source(book: ExtractedBook, page_start: int | None, page_end: int | None) -> str:
+    """"ocr" when any page of the span was read by OCR, else "text"."""
+    if page_start is None or not book.ocr_pages:
+        return "text"
+    return "ocr" if any(page in book.ocr_pages for page in range(page_start, (page_end or page_start) + 1)) else "text"
 
 
 def _context(sentences: Sequence[Sentence], start: int, end: int, tail: bool) -> str:

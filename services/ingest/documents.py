@@ -86,6 +86,7 @@ class ExtractedBook:
     language: str | None
     chapters: tuple[Chapter, ...]
     chapter_source: str  # "toc", "headings" or "sections": where the chapter boundaries came from
+    ocr_pages: frozenset[int] = frozenset()  # pages (1-based) whose text was read by OCR
 
     @property
     def author(self) -> str | None:
@@ -143,6 +144,7 @@ class ChunkLocator:
     position: int  # 0-based order of the chunk among the book's chunks of its kind
     page_start: int | None = None
     page_end: int | None = None
+    text_source: str = "text"  # "ocr" when its text was read from a scanned page
 
 
 @dataclass(frozen=True)

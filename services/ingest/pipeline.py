@@ -46,6 +46,7 @@ from services.ingest.documents import (
     ThresholdReport,
 )
 from services.ingest.extract import extract_book
+from services.ingest.extract.ocr import NO_OPTIONS, OcrOptions
 from services.ingest.progress import Report
 from services.ingest.segment import segment, sentence_texts
 from services.ingest.writer import BookWriter, point_id
@@ -137,10 +138,23 @@ class IngestOutcome:
         return progress_bar(1.0)
 
 
+def ocr_options(report: Report, language: str | None, max_pages: int) -> OcrOptions:
+    """How to OCR a book's scanned pages, each page read reported as progress ("ocr 12/240 pages") from the
+    worker thread that extraction runs in."""
+    loop = asyncio.get_running_loop()
+
+    def progress(done: int, total: int) -> None:
+        loop.call_soon_threadsafe(report, "ocr", done, total, f"ocr {done}/{total} pages")
+
+    return OcrOptions(language, max_pages, progress)
+
+
 class BookIngestor:
-    def __init__(self, store: Store, embedder: EmbedderClient, on_written: Callable[[str], None]) -> None:
+    def __init__(self, store: Store, embedder: EmbedderClient, on_written: Callable[[str], None],
+                 ocr_max_pages: int = NO_OPTIONS.max_pages) -> None:
         self.store = store
         self.embedder = embedder
+        self.ocr_max_pages = ocr_max_pages
         # Called with the collection after each book is written (index maintenance).
         self.on_written = on_written
         self._in_progress: set[tuple[str, str]] = set()
@@ -161,7 +175,8 @@ class BookIngestor:
     async def prepare(self, source: BookFile, report: Report) -> PreparedBook:
         """Extract, segment and embed the sentences once: what chunking at any threshold needs."""
         report("extract", 0, 1, f"reading {source.path.name}")
-        book = source.extracted or await asyncio.to_thread(extract_book, source.path, source.format)
+        ocr = ocr_options(report, source.language, self.ocr_max_pages)
+        book = source.extracted or await asyncio.to_thread(extract_book, source.path, source.format, ocr)
         sentences = await asyncio.to_thread(segment, book)
         report("extract", 1, 1, f"{len(book.chapters)} chapters, {len(sentences):,} sentences")
         if not sentences:
@@ -305,5 +320,5 @@ def _record(book: BookRecord, chunk: Chunk | ParentChunk, level: f.Level, siblin
         book=book, level=level, text=chunk.text, chapter_title=locator.chapter_title,
         chapter_index=locator.chapter_index, position=locator.position, word_count=chunk.word_count,
         sibling_count=sibling_count, sequence_index=sequence_index, parent_id=parent_id,
-        page_start=locator.page_start, page_end=locator.page_end,
+        page_start=locator.page_start, page_end=locator.page_end, text_source=locator.text_source,
     )

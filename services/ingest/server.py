@@ -36,7 +36,7 @@ from services.ingest.batch import (
 from services.ingest.chunking import validate_params
 from services.ingest.documents import ChunkingParams, ChunkLocator
 from services.ingest.local_files import LocalRoots
-from services.ingest.pipeline import BookFile, BookIngestor, IngestOutcome
+from services.ingest.pipeline import BookFile, BookIngestor, IngestOutcome, ocr_options
 from services.ingest.progress import Report, run_with_progress
 from services.ingest.sources import BookSources
 from services.ingest.sync import LibrarySync, SyncOutcome, SyncRequest
@@ -55,7 +55,7 @@ def format_preference(value: str) -> str:
 def locator_message(locator: ChunkLocator) -> common_pb2.Locator:
     return common_pb2.Locator(chapter_title=locator.chapter_title, chapter_index=locator.chapter_index,
                               position=locator.position, page_start=locator.page_start,
-                              page_end=locator.page_end)
+                              page_end=locator.page_end, text_source=locator.text_source)
 
 
 def params_message(params: ChunkingParams) -> common_pb2.ChunkingParams:
@@ -108,7 +108,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         self.catalog = catalog
         self.roots = LocalRoots.from_settings(settings)
         self.sources = BookSources(catalog, self.roots)
-        self.ingestor = BookIngestor(store, embedder, indexer.request)
+        self.ingestor = BookIngestor(store, embedder, indexer.request, settings.ingest_ocr_max_pages)
         self.sync = LibrarySync(catalog, self.sources, self.ingestor, settings.store.alexandria_data_dir / "sync")
 
     def _collection(self, name: str) -> str:
@@ -120,12 +120,13 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         hierarchical = options.hierarchical if options.HasField("hierarchical") else True
         return self._collection(options.collection), params, hierarchical, format_preference(options.format_preference)
 
-    async def _source(self, source: ingest_pb2.BookSource) -> BookFile:
+    async def _source(self, source: ingest_pb2.BookSource, report: Report) -> BookFile:
         kind = source.WhichOneof("source")
         if kind == "book_id":
             return await self.sources.calibre(source.book_id, format_preference(source.format_preference))
         if kind == "file_path":
-            return await self.sources.local(source.file_path)
+            ocr = ocr_options(report, None, self.settings.ingest_ocr_max_pages)
+            return await self.sources.local(source.file_path, ocr=ocr)
         raise InvalidArgument("Give a book: either book_id (a Calibre id) or file_path (a local file).")
 
     @staticmethod
@@ -148,7 +149,8 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
 
         async def work(report: Report) -> ingest_pb2.IngestResult:
             report("extract", 0, 1, "reading the file's metadata")
-            source = await self.sources.local(request.file_path, request.title, request.author, request.language)
+            ocr = ocr_options(report, request.language or None, self.settings.ingest_ocr_max_pages)
+            source = await self.sources.local(request.file_path, request.title, request.author, request.language, ocr)
             await asyncio.to_thread(BookWriter(self.store, collection).refuse_if_ingested, source.book_key,
                                     source.title or source.path.name)
             missing = [name for name, value in (("title", source.title), ("author", source.authors)) if not value]
@@ -205,7 +207,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
                                  request.chunking.max_chunk_size)
 
         async def work(report: Report) -> ingest_pb2.TestChunkingResult:
-            source = await self._source(request.source)
+            source = await self._source(request.source, report)
             prepared, preview = await self.ingestor.preview(source, params, report)
             stats = preview.stats
             return ingest_pb2.TestChunkingResult(
@@ -228,7 +230,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         validate_params(None, request.min_chunk_size, request.max_chunk_size)
 
         async def work(report: Report) -> ingest_pb2.CompareChunkingResult:
-            source = await self._source(request.source)
+            source = await self._source(request.source, report)
             prepared, result = await self.ingestor.compare(source, request.min_chunk_size,
                                                            request.max_chunk_size, report)
             d = result.similarity_distribution

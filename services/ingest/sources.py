@@ -13,6 +13,7 @@ from alexandria.store import Filter
 from alexandria.store import schema as f
 from alexandria.v1 import catalog_pb2
 from services.ingest.extract import extract_book
+from services.ingest.extract.ocr import NO_OPTIONS, OcrOptions
 from services.ingest.local_files import LocalRoots
 from services.ingest.pipeline import BookFile, content_hash, content_key, file_source, file_stamp
 
@@ -31,11 +32,13 @@ class BookSources:
         return BookFile(path, resolved.format, book.uuid, book.title, tuple(book.authors), book.language or None,
                         book.id, source=source)
 
-    async def local(self, file_path: str, title: str = "", author: str = "", language: str = "") -> BookFile:
-        """A local file, keyed by its content; what is given overrides what the file says of itself."""
+    async def local(self, file_path: str, title: str = "", author: str = "", language: str = "",
+                    ocr: OcrOptions = NO_OPTIONS) -> BookFile:
+        """A local file, keyed by its content, read once (its scanned pages by OCR, as `ocr` says); what is
+        given overrides what the file says of itself."""
         path, fmt = self.roots.file(file_path)
         digest = await asyncio.to_thread(content_hash, path)
-        extracted = await asyncio.to_thread(extract_book, path, fmt)
+        extracted = await asyncio.to_thread(extract_book, path, fmt, ocr)
         authors = tuple(a.strip() for a in author.split("&") if a.strip()) if author.strip() else extracted.authors
         return BookFile(path, fmt, f"sha256:{digest}", title.strip() or extracted.title, authors,
                         language.strip() or extracted.language, None, extracted, f"{file_stamp(fmt, path)}:{digest}")

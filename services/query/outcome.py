@@ -29,6 +29,7 @@ class Locator:
     position: int
     page_start: int | None
     page_end: int | None
+    text_source: str = "text"
 
 
 @dataclass(frozen=True)

@@ -296,6 +296,7 @@ def passage_from_payload(chunk_id: str, score: float, payload: dict[str, Any], m
             position=chunk.position,
             page_start=chunk.page_start,
             page_end=chunk.page_end,
+            text_source=chunk.text_source,
         ),
         book_key=book.book_key,
         calibre_id=book.calibre_id,

@@ -126,6 +126,7 @@ def search_response(outcome: SearchOutcome, instruction: ResponseInstruction) ->
                 position=p.locator.position,
                 page_start=p.locator.page_start,
                 page_end=p.locator.page_end,
+                text_source=p.locator.text_source,
             ),
             file_path=p.file_path,
             book_key=p.book_key,

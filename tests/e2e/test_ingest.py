@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 from conftest import SHARED_LIBRARY, require_shared
+from ingest.helpers import scanned_pdf
 from mcp import Client
 
 from e2e.mcp_calls import call
@@ -145,6 +146,35 @@ async def test_paths_outside_the_allowed_folder_are_refused(stack: RunningStack,
             assert str(inbox) in result["error"]
         listed, is_error = await call(client, "alexandria_browse_local", {"path": "/etc"})
         assert is_error and "outside the allowed folders" in listed["error"]
+
+
+async def test_a_scanned_pdf_is_read_by_ocr_and_found_with_its_page(stack: RunningStack, inbox: Path) -> None:
+    scan = inbox / "scanned_almanac.pdf"
+    scan.write_bytes(scanned_pdf([
+        ("The Almanac. In the first week of March the keeper recorded eleven ships passing the northern reef, "
+        "and wrote that the herring had come early to the bay that year."),
+        ("On the fourth of April a whale was seen from the lantern room, blowing twice before it turned south "
+        "towards the open sea, and the keeper's daughter drew it in the margin of the logbook."),
+    ]))
+    async with Client(stack.mcp_url) as client:
+        preview, is_error = await call(client, "alexandria_test_chunking_file", {"file_path": str(scan)})
+        assert not is_error, preview
+        assert {sample["locator"]["text_source"] for sample in preview["samples"]} == {"ocr"}
+        progress: list = []
+        done, is_error = await call(client, "alexandria_ingest_file", {
+            "file_path": str(scan), "title": "The Almanac", "author": "A Keeper"}, progress)
+        assert not is_error, done
+        try:
+            assert any(message == "ocr 2/2 pages" for _, _, message in progress), progress
+            found, is_error = await call(client, "alexandria_query", {
+                "query": "whale seen from the lantern room", "threshold": 0.0, "search_mode": "lexical"})
+            assert not is_error, found
+            top = found["results"][0]
+            assert top["book_title"] == "The Almanac" and "whale was seen from the lantern room" in top["text"]
+            locator = top["locator"]
+            assert locator["page_start"] <= 2 <= locator["page_end"] and locator["text_source"] == "ocr"
+        finally:
+            await call(client, "alexandria_remove", {"file_path": str(scan)})
 
 
 async def test_a_name_longer_than_any_file_can_have_is_refused_by_name(stack: RunningStack, inbox: Path) -> None:

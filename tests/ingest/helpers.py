@@ -8,6 +8,7 @@ from pathlib import Path
 from types import ModuleType
 
 import numpy as np
+import pymupdf
 
 from services.ingest.documents import ExtractedBook, Sentence
 from services.ingest.extract import extract_book
@@ -33,3 +34,20 @@ def extracted(path: Path) -> ExtractedBook:
 def fake_similarities(sentences: list[Sentence], seed: int = 7) -> np.ndarray:
     """A deterministic stand-in for the embedder's neighbour similarities, spread like real ones."""
     return np.random.default_rng(seed).uniform(0.0, 0.9, max(0, len(sentences) - 1))
+
+
+def scanned_pdf(pages: list[str | None], dpi: int = 200, scanned: set[int] | None = None) -> bytes:
+    """A PDF of typeset pages; those numbered in `scanned` (1-based; default: all) are images of the page only,
+    as a scanner makes them, with no text layer. A None page is a page with a text layer too."""
+    scanned = set(range(1, len(pages) + 1)) if scanned is None else scanned
+    document = pymupdf.open()
+    for number, text in enumerate(pages, 1):
+        typeset = pymupdf.open()
+        typeset.new_page(width=420, height=595).insert_textbox(
+            pymupdf.Rect(50, 50, 370, 545), text or "", fontsize=11, fontname="tiro")
+        if number in scanned:
+            pixmap = typeset[0].get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY)
+            document.new_page(width=420, height=595).insert_image(pymupdf.Rect(0, 0, 420, 595), pixmap=pixmap)
+        else:
+            document.insert_pdf(typeset)
+    return document.tobytes()

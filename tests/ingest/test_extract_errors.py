@@ -28,7 +28,7 @@ def test_fixture_files_are_what_the_script_makes(fixture_books: dict[str, Path])
         ("no_package.epub", InvalidArgument, "container.xml"),
         ("drm.epub", FailedPrecondition, "DRM-protected"),
         ("encrypted.pdf", FailedPrecondition, "needs a password"),
-        ("scanned.pdf", FailedPrecondition, "needs OCR"),
+        ("scanned.pdf", FailedPrecondition, "OCR found no text on the 2 scanned page(s)"),
         ("empty.epub", InvalidArgument, "is empty (0 bytes)"),
         ("empty.pdf", InvalidArgument, "is empty (0 bytes)"),
         ("binary.txt", InvalidArgument, "binary data"),

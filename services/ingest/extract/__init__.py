@@ -15,13 +15,13 @@ from pathlib import Path
 from alexandria.errors import InvalidArgument, NotFound
 from services.ingest.documents import ExtractedBook
 from services.ingest.extract.epub import read_epub
+from services.ingest.extract.ocr import NO_OPTIONS, OcrOptions
 from services.ingest.extract.pdf import read_pdf
 from services.ingest.extract.plain import read_html, read_markdown, read_txt
 from services.ingest.local_files import file_format
 
 READERS: dict[str, Callable[[Path], ExtractedBook]] = {
     "EPUB": read_epub,
-    "PDF": read_pdf,
     "TXT": read_txt,
     "MD": read_markdown,
     "HTML": read_html,
@@ -58,23 +58,24 @@ def _check_magic(path: Path, fmt: str, head: bytes) -> None:
         )
 
 
-def extract_book(path: Path, format_hint: str | None = None) -> ExtractedBook:
+def extract_book(path: Path, format_hint: str | None = None, ocr: OcrOptions = NO_OPTIONS) -> ExtractedBook:
     """Read a book file: metadata from the file itself and its chapters in reading order.
 
     `format_hint` ("EPUB", "PDF", "TXT", "MD", "HTML", any case) overrides the file
-    extension, e.g. for calibre's files whose format the catalog already knows.
-    Raises NotFound, InvalidArgument or FailedPrecondition with a message for the user.
+    extension, e.g. for calibre's files whose format the catalog already knows; `ocr` says how to
+    read a PDF's scanned pages. Raises NotFound, InvalidArgument or FailedPrecondition with a
+    message for the user.
     """
     if not path.is_file():
         raise NotFound(f"File not found: {path}.")
     fmt = format_hint.upper() if format_hint else file_format(path)
-    if fmt not in READERS:
+    if fmt not in (*READERS, "PDF"):
         raise InvalidArgument(
-            f"Unsupported format '{format_hint}' for {path.name}: supported formats are {', '.join(READERS)}."
+            f"Unsupported format '{format_hint}' for {path.name}: supported formats are EPUB, PDF, TXT, MD, HTML."
         )
     with path.open("rb") as file:
         head = file.read(_PDF_MAGIC_WINDOW)
     if not head:
         raise InvalidArgument(f"{path.name} is empty (0 bytes); the download or copy probably failed.")
     _check_magic(path, fmt, head)
-    return READERS[fmt](path)
+    return read_pdf(path, ocr) if fmt == "PDF" else READERS[fmt](path)

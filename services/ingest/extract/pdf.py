@@ -11,6 +11,8 @@
   starting in lower case) is joined with a space, so its sentence stays one.
 - An outline entry starts at its target point on its page; it owns the text up to
   the next entry of any level, and `Chapter.section_end` gives its whole section.
+- A scanned page (an image, no text layer) is read by OCR (ocr.py) and its blocks join the
+  others: a book may mix both, and the pages read by OCR are listed in `ExtractedBook.ocr_pages`.
 PyMuPDF must not run on two threads at once (its MuPDF context is shared), so all of
 its work here holds one lock: callers may run `read_pdf` in worker threads freely.
 """
@@ -27,6 +29,15 @@ import pymupdf
 
 from alexandria.errors import FailedPrecondition, InvalidArgument
 from services.ingest.documents import WORD_PATTERN, ExtractedBook
+from services.ingest.extract.ocr import (
+    INSTALL_HINT,
+    NO_OPTIONS,
+    OcrOptions,
+    is_scanned,
+    ocr_language,
+    ocr_textpage,
+    tessdata_path,
+)
 from services.ingest.extract.plain import heading_line_level
 from services.ingest.extract.structure import (
     PARAGRAPH_BREAK,
@@ -87,17 +98,48 @@ def _band_key(text: str) -> str:
     return "#" if _ROMAN.match(flat) else _DIGITS.sub("#", flat)
 
 
-def _raw_blocks(document: pymupdf.Document) -> list[_RawBlock]:
+def _page_blocks(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -> list[_RawBlock]:
     blocks = []
-    for page in document:
-        height = page.rect.height
-        for x0, y0, x1, y1, text, _number, kind in page.get_text("blocks", flags=_TEXT_FLAGS):
-            lines = tuple(line.strip() for line in text.split("\n") if line.strip())
-            if kind != 0 or not lines:
-                continue
-            in_band = y1 <= height * _BAND or y0 >= height * (1 - _BAND)
-            blocks.append(_RawBlock(page.number + 1, y0, lines, in_band))
+    height = page.rect.height
+    for x0, y0, x1, y1, text, _number, kind in page.get_text("blocks", flags=_TEXT_FLAGS, textpage=textpage):
+        lines = tuple(line.strip() for line in text.split("\n") if line.strip())
+        if kind != 0 or not lines:
+            continue
+        in_band = y1 <= height * _BAND or y0 >= height * (1 - _BAND)
+        blocks.append(_RawBlock(page.number + 1, y0, lines, in_band))
     return blocks
+
+
+def _raw_blocks(document: pymupdf.Document, path: Path, ocr: OcrOptions) -> tuple[list[_RawBlock], frozenset[int]]:
+    """Every page's blocks in order, scanned pages read by OCR; and the numbers of those pages."""
+    by_page = [_page_blocks(page) for page in document]
+    scanned = [page.number for page in document if is_scanned(page)]
+    if scanned:
+        read = _ocr_pages(document, path, scanned, ocr)
+        for number, blocks in read.items():
+            by_page[number] = blocks
+    return [block for blocks in by_page for block in blocks], frozenset(n + 1 for n in scanned)
+
+
+def _ocr_pages(document: pymupdf.Document, path: Path, scanned: list[int], ocr: OcrOptions) -> dict[int, list[_RawBlock]]:
+    tessdata = tessdata_path()
+    if tessdata is None:
+        raise FailedPrecondition(
+            f"{path.name} has {len(scanned)} scanned page(s) (images with no text layer) and OCR is not "
+            f"available here: {INSTALL_HINT}."
+        )
+    if len(scanned) > ocr.max_pages:
+        raise FailedPrecondition(
+            f"{path.name} has {len(scanned)} scanned pages to read by OCR, over the limit of {ocr.max_pages} "
+            "(INGEST_OCR_MAX_PAGES); raise it, or OCR the file first (e.g. `ocrmypdf in.pdf out.pdf`)."
+        )
+    language = ocr_language(ocr.language or _language(document), tessdata)
+    read = {}
+    for done, number in enumerate(scanned, 1):
+        page = document[number]
+        read[number] = _page_blocks(page, ocr_textpage(page, language, tessdata))
+        ocr.progress(done, len(scanned))
+    return read
 
 
 def _without_running_lines(blocks: list[_RawBlock], page_count: int) -> list[_RawBlock]:
@@ -197,19 +239,22 @@ def _language(document: pymupdf.Document) -> str | None:
     return clean_metadata(value.strip("()")) if kind == "string" else None
 
 
-def read_pdf(path: Path) -> ExtractedBook:
-    """Text, page numbers, chapters and metadata of a PDF (its magic already checked)."""
+def read_pdf(path: Path, ocr: OcrOptions = NO_OPTIONS) -> ExtractedBook:
+    """Text, page numbers, chapters and metadata of a PDF (its magic already checked); scanned pages by OCR."""
     with _PYMUPDF, _open(path) as document:
-        raw = _without_running_lines(_raw_blocks(document), document.page_count)
+        blocks, ocr_pages = _raw_blocks(document, path, ocr)
+        raw = _without_running_lines(blocks, document.page_count)
         if not any(WORD_PATTERN.search(line) for block in raw for line in block.lines):
-            raise FailedPrecondition(
-                f"{path.name} has no text layer (a scan or images of pages); it needs OCR first "
-                "(e.g. `ocrmypdf in.pdf out.pdf`), then ingest the OCR'd copy."
-            )
+            if ocr_pages:
+                raise FailedPrecondition(
+                    f"OCR found no text on the {len(ocr_pages)} scanned page(s) of {path.name}: blank or "
+                    "unreadable scans. Scan it again at 300 dpi, or ingest another copy."
+                )
+            raise InvalidArgument(f"{path.name} has no text on any page (no text layer and no scanned image).")
         toc = _outline(document, raw)
         metadata = document.metadata or {}
         title = clean_metadata(metadata.get("title"))
         authors = split_authors(metadata.get("author"))
         language = _language(document)
     chapters, source = choose_chapters(_blocks(raw), toc, heading_max_level=2)
-    return ExtractedBook(str(path), "PDF", title, authors, language, chapters, source)
+    return ExtractedBook(str(path), "PDF", title, authors, language, chapters, source, ocr_pages)

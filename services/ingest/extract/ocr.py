@@ -1,0 +1,84 @@
+"""OCR of scanned PDF pages: Tesseract, through PyMuPDF's OCR text page.
+
+PyMuPDF carries MuPDF's own build of Tesseract; what it needs from the machine is Tesseract's
+language data, which Debian's `tesseract-ocr` packages install (`make setup` does). A page is read
+by OCR when it shows an image but has (almost) no text layer; its text then comes back as blocks
+with their places on the page, like any other page, so headers, hyphenation and chapters are
+handled the same way. The book's language picks the language data when it is installed (English,
+German and French are), else English.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pymupdf
+
+from alexandria.errors import FailedPrecondition
+
+# Where Debian (5.x, then 4.x) and other systems put Tesseract's language data.
+TESSDATA_FOLDERS = (Path("/usr/share/tesseract-ocr/5/tessdata"), Path("/usr/share/tesseract-ocr/4.00/tessdata"),
+                    Path("/usr/share/tessdata"), Path("/usr/local/share/tessdata"))
+DEFAULT_LANGUAGE = "eng"
+OCR_DPI = 300
+# A page with fewer words than this in its text layer, and an image on it, is a scanned page.
+SCANNED_PAGE_MAX_WORDS = 5
+# Tesseract's names where they differ from the ISO 639-2 codes books carry.
+_TESSERACT_NAMES = {"ger": "deu", "fre": "fra", "dut": "nld", "cze": "ces", "gre": "ell", "chi": "chi_sim"}
+INSTALL_HINT = ("install Tesseract's language data (Debian: apt-get install tesseract-ocr tesseract-ocr-eng; "
+                "`make setup` does it) or set TESSDATA_PREFIX to its folder")
+
+
+def _no_progress(done: int, total: int) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class OcrOptions:
+    """How to OCR a book's scanned pages: in its language (ISO 639; None: the PDF's own, else English), at
+    most `max_pages` of them, telling `progress(done, total)` after each page."""
+
+    language: str | None = None
+    max_pages: int = 1000
+    progress: Callable[[int, int], None] = _no_progress
+
+
+NO_OPTIONS = OcrOptions()
+
+
+def tessdata_path() -> Path | None:
+    """The folder of Tesseract's language data: TESSDATA_PREFIX, else the first system folder with English."""
+    configured = os.environ.get("TESSDATA_PREFIX")
+    candidates = [Path(configured)] if configured else list(TESSDATA_FOLDERS)
+    return next((folder for folder in candidates if (folder / f"{DEFAULT_LANGUAGE}.traineddata").is_file()), None)
+
+
+def ocr_language(book_language: str | None, tessdata: Path) -> str:
+    """The language data to read a book with: its own language when installed, else English."""
+    code = (book_language or "").strip().lower()
+    name = _TESSERACT_NAMES.get(code, code)
+    return name if name and (tessdata / f"{name}.traineddata").is_file() else DEFAULT_LANGUAGE
+
+
+def is_scanned(page: pymupdf.Page) -> bool:
+    """(Almost) no text in the page's text layer, and something on the page: an image, or drawings (text
+    set as outlines, a scan traced to vectors)."""
+    if len(page.get_text("words")) >= SCANNED_PAGE_MAX_WORDS:
+        return False
+    return bool(page.get_images(full=False)) or bool(page.get_drawings())
+
+
+def ocr_textpage(page: pymupdf.Page, language: str, tessdata: Path) -> pymupdf.TextPage:
+    """The page's text as OCR reads it, as a text page that `get_text` reads like a text layer."""
+    try:
+        return page.get_textpage_ocr(language=language, dpi=OCR_DPI, full=True, tessdata=str(tessdata))
+    except RuntimeError as exc:
+        raise FailedPrecondition(f"OCR of page {page.number + 1} failed ({exc}); {INSTALL_HINT}.") from None
+
+
+def ocr_page(page: pymupdf.Page, language: str, tessdata: Path) -> str:
+    """The text of one page, read by OCR."""
+    return page.get_text(textpage=ocr_textpage(page, language, tessdata))

@@ -1,0 +1,66 @@
+"""Scanned PDF pages are read by OCR (Tesseract through PyMuPDF), with page numbers kept, the OCR'd pages
+marked, progress per page, and clear refusals when OCR cannot or may not run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from alexandria.errors import FailedPrecondition
+from ingest.helpers import scanned_pdf
+from services.ingest.chunking import text_source
+from services.ingest.extract import extract_book
+from services.ingest.extract.ocr import OcrOptions, ocr_language, tessdata_path
+
+TYPED = ("Chapter One. The lighthouse keeper climbed the stairs every evening at dusk and lit the great lamp "
+         "so that the fishing boats could find their way home through the fog.")
+SCANNED = ("Chapter Two. On the second night a storm came from the west, and the keeper watched the copper "
+           "weathervane spin above the harbour until the morning bells rang.")
+GERMAN = "Kapitel Drei. Über die Brücke gingen fünf Männer, und die Straße war nass vom großen Regen."
+
+
+@pytest.fixture
+def mixed(tmp_path: Path) -> Path:
+    path = tmp_path / "mixed.pdf"
+    path.write_bytes(scanned_pdf([TYPED, SCANNED], scanned={2}))
+    return path
+
+
+def test_only_the_scanned_page_is_read_by_ocr_and_keeps_its_page_number(mixed: Path) -> None:
+    pages: list[tuple[int, int]] = []
+    book = extract_book(mixed, ocr=OcrOptions(progress=lambda done, total: pages.append((done, total))))
+    assert book.ocr_pages == frozenset({2}) and pages == [(1, 1)]
+    text = " ".join(chapter.text for chapter in book.chapters)
+    assert "lighthouse keeper climbed the stairs" in text  # from the text layer
+    assert "copper weathervane spin above the harbour" in text  # read by OCR
+    assert (text_source(book, 1, 1), text_source(book, 2, 2), text_source(book, 1, 2)) == ("text", "ocr", "ocr")
+
+
+def test_the_books_language_picks_the_language_data(tmp_path: Path) -> None:
+    tessdata = tessdata_path()
+    assert tessdata is not None, "make setup installs Tesseract's language data"
+    assert (ocr_language("ger", tessdata), ocr_language("deu", tessdata), ocr_language("fra", tessdata)) == (
+        "deu", "deu", "fra")
+    assert ocr_language("xyz", tessdata) == ocr_language(None, tessdata) == "eng"
+    path = tmp_path / "german.pdf"
+    path.write_bytes(scanned_pdf([GERMAN]))
+    text = extract_book(path, ocr=OcrOptions(language="deu")).chapters[0].text
+    assert "Über die Brücke gingen fünf Männer" in text and "Straße" in text
+
+
+def test_too_many_scanned_pages_are_refused_naming_the_setting(tmp_path: Path) -> None:
+    path = tmp_path / "long.pdf"
+    path.write_bytes(scanned_pdf([SCANNED, SCANNED, SCANNED]))
+    with pytest.raises(FailedPrecondition, match="3 scanned pages to read by OCR, over the limit of 2 "
+                                                 r"\(INGEST_OCR_MAX_PAGES\)"):
+        extract_book(path, ocr=OcrOptions(max_pages=2))
+
+
+def test_without_the_language_data_a_scan_is_refused_saying_what_to_install(
+        mixed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TESSDATA_PREFIX", str(tmp_path / "nothing-here"))
+    with pytest.raises(FailedPrecondition) as refused:
+        extract_book(mixed)
+    assert "1 scanned page(s)" in refused.value.message and "OCR is not available" in refused.value.message
+    assert "tesseract-ocr-eng" in refused.value.message
