@@ -2,4 +2,5 @@
 
 from services.host import main
 
-main(["ingest"])
+if __name__ == "__main__":  # not when a spawned worker process imports it
+    main(["ingest"])

@@ -2,4 +2,5 @@
 
 from services.host import main
 
-main(["query"])
+if __name__ == "__main__":  # not when a spawned worker process imports it
+    main(["query"])

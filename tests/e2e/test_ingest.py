@@ -155,7 +155,9 @@ async def test_a_scanned_pdf_is_read_by_ocr_and_found_with_its_page(stack: Runni
         "and wrote that the herring had come early to the bay that year."),
         ("On the fourth of April a whale was seen from the lantern room, blowing twice before it turned south "
         "towards the open sea, and the keeper's daughter drew it in the margin of the logbook."),
-    ]))
+        "In May the lamp was cleaned and its brass polished, and a new wick was fitted before the summer.",
+        "By June the nights were short, and the keeper slept while the gulls quarrelled on the gallery rail.",
+    ]))  # four scanned pages: read in worker processes
     async with Client(stack.mcp_url) as client:
         preview, is_error = await call(client, "alexandria_test_chunking_file", {"file_path": str(scan)})
         assert not is_error, preview
@@ -165,7 +167,7 @@ async def test_a_scanned_pdf_is_read_by_ocr_and_found_with_its_page(stack: Runni
             "file_path": str(scan), "title": "The Almanac", "author": "A Keeper"}, progress)
         assert not is_error, done
         try:
-            assert any(message == "ocr 2/2 pages" for _, _, message in progress), progress
+            assert any(message == "ocr 4/4 pages" for _, _, message in progress), progress
             found, is_error = await call(client, "alexandria_query", {
                 "query": "whale seen from the lantern room", "threshold": 0.0, "search_mode": "lexical"})
             assert not is_error, found

@@ -37,6 +37,20 @@ def test_only_the_scanned_page_is_read_by_ocr_and_keeps_its_page_number(mixed: P
     assert (text_source(book, 1, 1), text_source(book, 2, 2), text_source(book, 1, 2)) == ("text", "ocr", "ocr")
 
 
+def test_many_scanned_pages_are_read_in_worker_processes_in_page_order(tmp_path: Path) -> None:
+    path = tmp_path / "scan.pdf"
+    lines = [f"Page {word} of the logbook. The keeper noted the {word} tide and the wind." for word in
+             ("first", "second", "third", "fourth", "fifth")]
+    path.write_bytes(scanned_pdf(lines))
+    pages: list[tuple[int, int]] = []
+    book = extract_book(path, ocr=OcrOptions(progress=lambda done, total: pages.append((done, total))))
+    assert book.ocr_pages == frozenset(range(1, 6))
+    assert pages == [(n, 5) for n in range(1, 6)]
+    text = " ".join(chapter.text for chapter in book.chapters)
+    found = [text.find(f"noted the {word} tide") for word in ("first", "second", "third", "fourth", "fifth")]
+    assert -1 not in found and found == sorted(found), text
+
+
 def test_the_books_language_picks_the_language_data(tmp_path: Path) -> None:
     tessdata = tessdata_path()
     assert tessdata is not None, "make setup installs Tesseract's language data"

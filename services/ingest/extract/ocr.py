@@ -10,20 +10,29 @@ German and French are), else English.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pymupdf
 
 from alexandria.errors import FailedPrecondition
+from alexandria.settings import available_cpus
 
 # Where Debian (5.x, then 4.x) and other systems put Tesseract's language data.
 TESSDATA_FOLDERS = (Path("/usr/share/tesseract-ocr/5/tessdata"), Path("/usr/share/tesseract-ocr/4.00/tessdata"),
                     Path("/usr/share/tessdata"), Path("/usr/local/share/tessdata"))
 DEFAULT_LANGUAGE = "eng"
-OCR_DPI = 300
+# Measured with bench/ocr.py on book pages: 200 dpi reads clean scans as well as 300 (99.7% of characters)
+# and noisy ones better (99.7% against 96.8%), and a little faster.
+OCR_DPI = 200
+# One page takes about two seconds of one core; from this many pages on, they are read in worker processes,
+# one a core (MuPDF runs one thread at a time in a process), which costs a second or so to start.
+PARALLEL_FROM_PAGES = 4
 # A page with fewer words than this in its text layer, and an image on it, is a scanned page.
 SCANNED_PAGE_MAX_WORDS = 5
 # Tesseract's names where they differ from the ISO 639-2 codes books carry.
@@ -77,6 +86,24 @@ def ocr_textpage(page: pymupdf.Page, language: str, tessdata: Path) -> pymupdf.T
         return page.get_textpage_ocr(language=language, dpi=OCR_DPI, full=True, tessdata=str(tessdata))
     except RuntimeError as exc:
         raise FailedPrecondition(f"OCR of page {page.number + 1} failed ({exc}); {INSTALL_HINT}.") from None
+
+
+T = TypeVar("T")
+
+
+def in_worker_processes(read: Callable[..., tuple[int, T]], pages: Sequence[tuple[Any, ...]],
+                        progress: Callable[[int, int], None]) -> dict[int, T]:
+    """`read(*arguments)` -> (page number, what it read) for each page's arguments, in worker processes (spawned:
+    a forked copy of a process that runs gRPC threads may hang), telling `progress` as pages finish."""
+    workers = max(1, min(available_cpus(), len(pages)))
+    read_pages: dict[int, T] = {}
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(read, *arguments) for arguments in pages]
+        for done, future in enumerate(as_completed(futures), 1):
+            number, value = future.result()
+            read_pages[number] = value
+            progress(done, len(pages))
+    return read_pages
 
 
 def ocr_page(page: pymupdf.Page, language: str, tessdata: Path) -> str:

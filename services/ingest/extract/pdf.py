@@ -32,7 +32,9 @@ from services.ingest.documents import WORD_PATTERN, ExtractedBook
 from services.ingest.extract.ocr import (
     INSTALL_HINT,
     NO_OPTIONS,
+    PARALLEL_FROM_PAGES,
     OcrOptions,
+    in_worker_processes,
     is_scanned,
     ocr_language,
     ocr_textpage,
@@ -134,12 +136,21 @@ def _ocr_pages(document: pymupdf.Document, path: Path, scanned: list[int], ocr: 
             "(INGEST_OCR_MAX_PAGES); raise it, or OCR the file first (e.g. `ocrmypdf in.pdf out.pdf`)."
         )
     language = ocr_language(ocr.language or _language(document), tessdata)
-    read = {}
-    for done, number in enumerate(scanned, 1):
+    if len(scanned) < PARALLEL_FROM_PAGES:
+        read = {}
+        for done, number in enumerate(scanned, 1):
+            page = document[number]
+            read[number] = _page_blocks(page, ocr_textpage(page, language, tessdata))
+            ocr.progress(done, len(scanned))
+        return read
+    return in_worker_processes(_ocr_blocks, [(str(path), n, language, str(tessdata)) for n in scanned], ocr.progress)
+
+
+def _ocr_blocks(path: str, number: int, language: str, tessdata: str) -> tuple[int, list[_RawBlock]]:
+    """One page's blocks read by OCR, in a worker process (MuPDF runs one thread at a time in a process)."""
+    with pymupdf.open(path, filetype="pdf") as document:
         page = document[number]
-        read[number] = _page_blocks(page, ocr_textpage(page, language, tessdata))
-        ocr.progress(done, len(scanned))
-    return read
+        return number, _page_blocks(page, ocr_textpage(page, language, Path(tessdata)))
 
 
 def _without_running_lines(blocks: list[_RawBlock], page_count: int) -> list[_RawBlock]:
