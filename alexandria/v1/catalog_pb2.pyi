@@ -170,7 +170,7 @@ class PreviewIngestRequest(_message.Message):
     def __init__(self, author: _Optional[str] = ..., title: _Optional[str] = ..., language: _Optional[str] = ..., format_filter: _Optional[_Union[FormatFilter, str]] = ..., limit: _Optional[int] = ..., collection: _Optional[str] = ...) -> None: ...
 
 class PreviewBook(_message.Message):
-    __slots__ = ("id", "title", "author", "language", "formats", "selected_format", "file_path", "already_ingested")
+    __slots__ = ("id", "title", "author", "language", "formats", "selected_format", "file_path", "already_ingested", "scanned")
     ID_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     AUTHOR_FIELD_NUMBER: _ClassVar[int]
@@ -179,6 +179,7 @@ class PreviewBook(_message.Message):
     SELECTED_FORMAT_FIELD_NUMBER: _ClassVar[int]
     FILE_PATH_FIELD_NUMBER: _ClassVar[int]
     ALREADY_INGESTED_FIELD_NUMBER: _ClassVar[int]
+    SCANNED_FIELD_NUMBER: _ClassVar[int]
     id: int
     title: str
     author: str
@@ -187,7 +188,8 @@ class PreviewBook(_message.Message):
     selected_format: str
     file_path: str
     already_ingested: bool
-    def __init__(self, id: _Optional[int] = ..., title: _Optional[str] = ..., author: _Optional[str] = ..., language: _Optional[str] = ..., formats: _Optional[_Iterable[str]] = ..., selected_format: _Optional[str] = ..., file_path: _Optional[str] = ..., already_ingested: _Optional[bool] = ...) -> None: ...
+    scanned: bool
+    def __init__(self, id: _Optional[int] = ..., title: _Optional[str] = ..., author: _Optional[str] = ..., language: _Optional[str] = ..., formats: _Optional[_Iterable[str]] = ..., selected_format: _Optional[str] = ..., file_path: _Optional[str] = ..., already_ingested: _Optional[bool] = ..., scanned: _Optional[bool] = ...) -> None: ...
 
 class PreviewIngestResponse(_message.Message):
     __slots__ = ("books", "count", "format_filter")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from alexandria.pdf_pages import looks_scanned
 from alexandria.store import Store, schema
 from alexandria.store.records import complete_books
 from services.catalog.library import Book, BookFile, BookQuery, FormatFilter, LibrarySnapshot, select_file
@@ -22,6 +23,7 @@ class PreviewEntry:
     book: Book
     file: BookFile | None  # None when no file of the filter's format is on disk
     already_ingested: bool
+    scanned: bool = False  # a PDF that only OCR can read
 
 
 def ingested_book_ids(store: Store | None, collection: str, books: Collection[Book]) -> frozenset[int]:
@@ -43,7 +45,9 @@ def preview(
     """The books matching `query` (at most `limit`), each with its selected file and ingested flag."""
     books = snapshot.search(query, limit)
     ingested = ingested_book_ids(store, collection, books)
-    return [
-        PreviewEntry(book=b, file=select_file(b, format_filter), already_ingested=b.id in ingested)
-        for b in books
-    ]
+    entries = []
+    for book in books:
+        file = select_file(book, format_filter)
+        scanned = file is not None and file.format == "PDF" and looks_scanned(file.path)
+        entries.append(PreviewEntry(book, file, already_ingested=book.id in ingested, scanned=scanned))
+    return entries

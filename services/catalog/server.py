@@ -94,6 +94,7 @@ def preview_message(entry: PreviewEntry) -> catalog_pb2.PreviewBook:
         selected_format=entry.file.format if entry.file else "",
         file_path=str(entry.file.path) if entry.file else "",
         already_ingested=entry.already_ingested,
+        scanned=entry.scanned,
     )
 
 

@@ -16,6 +16,7 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.message import Message
 from grpc import aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from ingest.helpers import scanned_pdf
 
 from alexandria.clients import ServiceClient
 from alexandria.errors import FailedPrecondition, NotFound, Unavailable
@@ -23,7 +24,7 @@ from alexandria.settings import CatalogSettings, ClientSettings, StoreSettings
 from alexandria.store import SparseVector, Store, StoredPoint, open_store, schema
 from alexandria.v1 import catalog_pb2, catalog_pb2_grpc
 from catalog import expected
-from catalog.scratch import open_for_writing
+from catalog.scratch import copy_library, open_for_writing
 from services.catalog.server import SERVICE_NAME, create_server
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
@@ -133,6 +134,16 @@ async def test_a_preview_shows_the_file_that_ingest_reads(
             resolve = catalog_pb2.ResolveBookFileRequest(book_id=book.id, format_preference=preference)
             resolved = await catalog.call("ResolveBookFile", resolve)
             assert (book.selected_format, book.file_path) == (resolved.format, resolved.file_path), book.title
+
+
+async def test_a_preview_marks_a_book_whose_pdf_is_a_scan(tmp_path: Path, sockets: Path) -> None:
+    library = copy_library(expected.LIBRARIES["fixture"], tmp_path / "library")
+    pdf = next(library.rglob("Notes on the Keeping of Bees*.pdf"))  # book 4, PDF only
+    pdf.write_bytes(scanned_pdf(["The hive is opened on a warm still day, when most of the bees are out."]))
+    request = catalog_pb2.PreviewIngestRequest(format_filter=FILTERS["any"], limit=50)
+    async with running_catalog(library, sockets) as catalog:
+        preview = await catalog.call("PreviewIngest", request)
+    assert {book.id: book.scanned for book in preview.books} == {1: False, 2: False, 3: False, 4: True}
 
 
 async def test_resolve_book_file_for_ingest(library_name: str, library_root: Path, sockets: Path) -> None:

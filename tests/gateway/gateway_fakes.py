@@ -28,7 +28,7 @@ from alexandria.v1 import (
     query_pb2_grpc,
 )
 
-LOCATOR = common_pb2.Locator(chapter_title="The Lamp", chapter_index=2, position=41)
+LOCATOR = common_pb2.Locator(chapter_title="The Lamp", chapter_index=2, position=41, text_source="text")
 CHUNKING = common_pb2.ChunkingParams(threshold=0.55, min_chunk_size=200, max_chunk_size=1200)
 
 SEARCH = query_pb2.SearchResponse(

@@ -30,6 +30,7 @@ def test_unset_optional_fields_are_null_and_int64_are_numbers() -> None:
         "position": 41,
         "page_start": None,
         "page_end": None,
+        "text_source": "text",
     }
     assert rendered["hierarchy_stats"] is None
     assert rendered["parent_chunks"] == [] and rendered["notice"] == ""

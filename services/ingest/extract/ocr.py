@@ -33,8 +33,6 @@ OCR_DPI = 200
 # One page takes about two seconds of one core; from this many pages on, they are read in worker processes,
 # one a core (MuPDF runs one thread at a time in a process), which costs a second or so to start.
 PARALLEL_FROM_PAGES = 4
-# A page with fewer words than this in its text layer, and an image on it, is a scanned page.
-SCANNED_PAGE_MAX_WORDS = 5
 # Tesseract's names where they differ from the ISO 639-2 codes books carry.
 _TESSERACT_NAMES = {"ger": "deu", "fre": "fra", "dut": "nld", "cze": "ces", "gre": "ell", "chi": "chi_sim"}
 INSTALL_HINT = ("install Tesseract's language data (Debian: apt-get install tesseract-ocr tesseract-ocr-eng; "
@@ -70,14 +68,6 @@ def ocr_language(book_language: str | None, tessdata: Path) -> str:
     code = (book_language or "").strip().lower()
     name = _TESSERACT_NAMES.get(code, code)
     return name if name and (tessdata / f"{name}.traineddata").is_file() else DEFAULT_LANGUAGE
-
-
-def is_scanned(page: pymupdf.Page) -> bool:
-    """(Almost) no text in the page's text layer, and something on the page: an image, or drawings (text
-    set as outlines, a scan traced to vectors)."""
-    if len(page.get_text("words")) >= SCANNED_PAGE_MAX_WORDS:
-        return False
-    return bool(page.get_images(full=False)) or bool(page.get_drawings())
 
 
 def ocr_textpage(page: pymupdf.Page, language: str, tessdata: Path) -> pymupdf.TextPage:

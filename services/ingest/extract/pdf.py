@@ -14,13 +14,13 @@
 - A scanned page (an image, no text layer) is read by OCR (ocr.py) and its blocks join the
   others: a book may mix both, and the pages read by OCR are listed in `ExtractedBook.ocr_pages`.
 PyMuPDF must not run on two threads at once (its MuPDF context is shared), so all of
-its work here holds one lock: callers may run `read_pdf` in worker threads freely.
+its work here holds the one lock (alexandria.pdf_pages): callers may run `read_pdf` in worker
+threads freely.
 """
 
 from __future__ import annotations
 
 import re
-import threading
 from bisect import bisect_left
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +28,7 @@ from pathlib import Path
 import pymupdf
 
 from alexandria.errors import FailedPrecondition, InvalidArgument
+from alexandria.pdf_pages import MUPDF_LOCK, is_scanned
 from services.ingest.documents import WORD_PATTERN, ExtractedBook
 from services.ingest.extract.ocr import (
     INSTALL_HINT,
@@ -35,7 +36,6 @@ from services.ingest.extract.ocr import (
     PARALLEL_FROM_PAGES,
     OcrOptions,
     in_worker_processes,
-    is_scanned,
     ocr_language,
     ocr_textpage,
     tessdata_path,
@@ -62,7 +62,6 @@ _HYPHEN_BREAK = re.compile(r"([^\W\d_]+)-$")
 _WORD_START = re.compile(r"^([^\W\d_]+)")
 _COMPOUND = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
 _SENTENCE_END = (".", "!", "?", ":", ";", '"', "'", "\u201d", "\u2019", ")", "]")
-_PYMUPDF = threading.Lock()
 _TARGET_SLACK = 3.0  # points: an outline target a little below the top of its heading line still hits it
 
 
@@ -252,7 +251,7 @@ def _language(document: pymupdf.Document) -> str | None:
 
 def read_pdf(path: Path, ocr: OcrOptions = NO_OPTIONS) -> ExtractedBook:
     """Text, page numbers, chapters and metadata of a PDF (its magic already checked); scanned pages by OCR."""
-    with _PYMUPDF, _open(path) as document:
+    with MUPDF_LOCK, _open(path) as document:
         blocks, ocr_pages = _raw_blocks(document, path, ocr)
         raw = _without_running_lines(blocks, document.page_count)
         if not any(WORD_PATTERN.search(line) for block in raw for line in block.lines):
