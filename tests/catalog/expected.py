@@ -96,7 +96,7 @@ def selected_format(row: Row, preferred: str) -> str:
 
 
 def preview_fields(
-    row: Row, library: Path, format_filter: str, already_ingested: bool = False
+    row: Row, library: Path, format_filter: str, already_ingested: bool = False, scanned: bool = False
 ) -> dict[str, Any]:
     """alexandria_ingest_preview's fields of one book (the proto's PreviewBook)."""
     fmt = selected_format(row, format_filter)
@@ -109,4 +109,5 @@ def preview_fields(
         "selected_format": fmt,
         "file_path": file_path(row, library, fmt) if fmt else "",
         "already_ingested": already_ingested,
+        "scanned": scanned,  # no book of these libraries is a scanned PDF
     }

@@ -8,6 +8,7 @@ import signal
 from pathlib import Path
 
 import httpx
+import pymupdf
 import pytest
 from conftest import SHARED_LIBRARY, require_shared
 from ingest.helpers import scanned_pdf
@@ -177,6 +178,33 @@ async def test_a_scanned_pdf_is_read_by_ocr_and_found_with_its_page(stack: Runni
             assert locator["page_start"] <= 2 <= locator["page_end"] and locator["text_source"] == "ocr"
         finally:
             await call(client, "alexandria_remove", {"file_path": str(scan)})
+
+
+async def test_a_scanned_page_of_a_real_book_is_found_by_a_phrase_on_it(stack: RunningStack, inbox: Path) -> None:
+    pride = SHARED_LIBRARY / "Jane Austen" / "Pride and Prejudice (1)" / "Pride and Prejudice - Jane Austen.pdf"
+    with pymupdf.open(pride) as book:
+        page = book[40]
+        words = page.get_text().split()
+        pixmap = page.get_pixmap(dpi=300, colorspace=pymupdf.csGRAY)
+        scan = pymupdf.open()
+        scan.new_page(width=page.rect.width, height=page.rect.height).insert_image(page.rect, pixmap=pixmap)
+    path = inbox / "pride_page_41_scanned.pdf"
+    path.write_bytes(scan.tobytes())
+    start = next(i for i in range(40, len(words)) if all(w.isalpha() and w.islower() for w in words[i : i + 6]))
+    phrase = " ".join(words[start : start + 6])
+    async with Client(stack.mcp_url) as client:
+        done, is_error = await call(client, "alexandria_ingest_file", {
+            "file_path": str(path), "title": "Pride and Prejudice, page 41 (scan)", "author": "Jane Austen"})
+        assert not is_error, done
+        try:
+            found, is_error = await call(client, "alexandria_query", {
+                "query": phrase, "threshold": 0.0, "search_mode": "lexical", "limit": 3})
+            top = found["results"][0]
+            assert top["book_title"] == "Pride and Prejudice, page 41 (scan)", found
+            assert phrase in " ".join(top["text"].split()), (phrase, top["text"])
+            assert top["locator"]["page_start"] == 1 and top["locator"]["text_source"] == "ocr"
+        finally:
+            await call(client, "alexandria_remove", {"file_path": str(path)})
 
 
 async def test_a_name_longer_than_any_file_can_have_is_refused_by_name(stack: RunningStack, inbox: Path) -> None:
