@@ -93,6 +93,9 @@ class EmbedderSettings(_Env):
         None, description="A sentence-transformers CrossEncoder folder or package; unset: no reranker."
     )
     embedder_device: Literal["auto", "cpu", "cuda"] = "auto"
+    # int8: the linear layers quantised (CPU, sentence-transformers models): faster, and other vectors, so the
+    # model is named "<name>+int8" and its collections are its own. See bench/quantize.py for what it costs.
+    embedder_quantize: Literal["none", "int8"] = "none"
     embedder_threads: int = Field(0, ge=0, description="CPU threads for torch; 0 = torch's default.")
     embedder_max_batch: int = Field(64, ge=1, le=4096)
     embedder_batch_wait_ms: float | None = Field(

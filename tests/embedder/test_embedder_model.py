@@ -12,11 +12,13 @@ from alexandria.errors import FailedPrecondition
 from services.embedder.loading import (
     DEFAULT_MODEL_PACKAGE,
     detect_prefixes,
+    load_model,
     resolve_device,
     resolve_model_source,
 )
 from services.embedder.model import (
     EmbeddingModel,
+    EmbedKind,
     Prefixes,
     length_groups,
     neighbour_similarities,
@@ -144,3 +146,14 @@ def test_a_transformer_that_does_not_trace_runs_eagerly(
 
     monkeypatch.setattr(torch.jit, "trace", untraceable)
     assert trace_token_embeddings(embedding_model.sentence_transformer) is None
+
+
+@pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")
+def test_an_int8_model_has_its_own_name_and_close_vectors(embedding_model: EmbeddingModel) -> None:
+    quantised = load_model(resolve_model_source(None), "cpu", threads=0, quantize="int8")
+    assert quantised.name == f"{embedding_model.name}+int8", "its collections are not the fp32 model's"
+    texts = ["Elizabeth walked to Netherfield through the mud.", "The ship sailed at dawn."]
+    fp32 = embedding_model.encoder_for(EmbedKind.PASSAGE)(texts).vectors
+    int8 = quantised.encoder_for(EmbedKind.PASSAGE)(texts).vectors
+    assert np.allclose(np.linalg.norm(int8, axis=1), 1.0, atol=1e-4)
+    assert ((fp32 * int8).sum(axis=1) > 0.7).all() and not np.allclose(fp32, int8)
