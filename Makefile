@@ -6,18 +6,20 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: setup run test protos lint ocr-data
+.PHONY: setup run test protos lint system-packages
 
-setup: $(STAMP) ocr-data
+setup: $(STAMP) system-packages
 
-# Tesseract's language data (English, German, French), for OCR of scanned PDF pages: PyMuPDF brings
-# the engine, Debian the data. Installed once, as root or through sudo.
+# From Debian, installed once (as root or through sudo): Tesseract's language data (English, German,
+# French) for OCR of scanned PDF pages (PyMuPDF brings the engine), and calibre, whose calibredb the
+# sync test changes a library with, as a user would.
 OCR_DATA := /usr/share/tesseract-ocr/5/tessdata/eng.traineddata
-OCR_PACKAGES := tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra
+SYSTEM_PACKAGES := tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra calibre
 APT := $(if $(filter 0,$(shell id -u)),,sudo) apt-get
-ocr-data:
-	@test -f $(OCR_DATA) || $(APT) install -y -q --no-install-recommends $(OCR_PACKAGES) \
-		|| ($(APT) update -q && $(APT) install -y -q --no-install-recommends $(OCR_PACKAGES))
+system-packages:
+	@(test -f $(OCR_DATA) && command -v calibredb >/dev/null) \
+		|| $(APT) install -y -q --no-install-recommends $(SYSTEM_PACKAGES) \
+		|| ($(APT) update -q && $(APT) install -y -q --no-install-recommends $(SYSTEM_PACKAGES))
 
 # torch is pinned and installed first: an unpinned torch would pull a multi-GB CUDA build.
 $(STAMP): pyproject.toml

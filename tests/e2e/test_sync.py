@@ -1,7 +1,6 @@
-"""`alexandria sync` against a real stack over a library that changes as Calibre would change it.
-
-calibredb is not installed here, so books are added and deleted in a copy of the fixture library the
-way Calibre does it: rows in metadata.db (with Calibre's own triggers) and the book's folder on disk.
+"""`alexandria sync` against a real stack over a copy of the fixture library that changes as a user changes it:
+with calibredb (installed by `make setup`), and, for what calibredb cannot make (a broken file, a file
+replaced in place), with rows in metadata.db written through Calibre's own triggers and files on disk.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import time
 from pathlib import Path
 
 from catalog.scratch import copy_library, open_for_writing
-from conftest import FIXTURES
+from conftest import FIXTURES, LOCAL_FILES
 from mcp import Client
 
 from e2e.mcp_calls import call
@@ -116,5 +115,31 @@ async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Pat
         assert found["result_count"] > 0, "book 5 now holds the new text"
         assert stats["qdrant"]["books"] == 4
         assert alexandria(stack, "sync").stdout.count("0 replaced") == 1, "the touched file is not ingested again"
+    finally:
+        stack.stop()
+
+
+async def test_books_added_and_removed_with_calibredb_are_synced(tmp_path: Path) -> None:
+    library = copy_library(LIBRARY, tmp_path / "library")
+    stack = start_stack(tmp_path / "var", library)
+
+    def calibredb(*args: str) -> None:
+        subprocess.run(["calibredb", "--library-path", str(library), *args], check=True, capture_output=True,
+                       timeout=120)
+
+    try:
+        assert "4 added" in alexandria(stack, "sync").stdout
+        calibredb("add", str(LOCAL_FILES / "the_tempest.epub"))
+        calibredb("remove", "3", "--permanent")
+        await asyncio.sleep(1.1)  # the catalog looks for a changed metadata.db at most once a second
+        synced = alexandria(stack, "sync")
+        assert synced.returncode == 0 and "1 added, 0 replaced, 1 removed, 0 failed" in synced.stdout, synced
+        held = await ingested(stack)
+        assert held == {1: True, 2: True, 4: True, 5: True}, "the collection holds exactly the library's books"
+        async with Client(stack.mcp_url) as client:
+            stats, _ = await call(client, "alexandria_stats")
+            tempest, _ = await call(client, "alexandria_query", {
+                "query": "Prospero Ariel island", "book_id": 5, "threshold": 0.0, "search_mode": "lexical"})
+        assert stats["qdrant"]["books"] == 4 and tempest["result_count"] > 0
     finally:
         stack.stop()
