@@ -6,6 +6,7 @@ temporary data directory, the real small model, the MCP gateway on HTTP.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
@@ -14,6 +15,8 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import httpx
 
 START_TIMEOUT_S = 240
 # Calibre ids of the shared library's books the end-to-end tests ingest.
@@ -43,6 +46,19 @@ class RunningStack:
                 argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
                 found[int(pid)] = " ".join(a.decode() for a in argv if a)
         return found
+
+    def services_pid(self) -> int:
+        """The process that runs the ingest service (with catalog and query on the embedded default)."""
+        return next(pid for pid, command in self.children().items() if "ingest" in command)
+
+    async def until_healthy(self, timeout: float = 120) -> None:
+        """Wait until the gateway's /health says every service serves (after a restart, say)."""
+        async with httpx.AsyncClient() as http:
+            for _ in range(int(timeout / 0.25)):
+                if (await http.get(f"{self.url}/health", timeout=5)).status_code == 200:
+                    return
+                await asyncio.sleep(0.25)
+        raise AssertionError(f"the stack was not healthy again within {timeout} s")
 
     def stop(self, sig: int = signal.SIGINT, timeout: float = 60) -> int:
         if self.process.poll() is None:

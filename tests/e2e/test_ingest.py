@@ -7,7 +7,6 @@ import os
 import signal
 from pathlib import Path
 
-import httpx
 import pymupdf
 import pytest
 from conftest import SHARED_LIBRARY, require_shared
@@ -232,13 +231,13 @@ async def test_a_service_killed_during_an_ingest_restarts_and_shows_nothing_of_t
             ingest = asyncio.ensure_future(client.call_tool("alexandria_ingest", {"book_id": HAMLET},
                                                             progress_callback=on_progress))
             await asyncio.wait_for(writing.wait(), timeout=600)
-            killed = _services_pid(stack)
+            killed = stack.services_pid()
             os.kill(killed, signal.SIGKILL)
             broken = await asyncio.wait_for(ingest, 60)
             assert broken.is_error, "the tool answers, with an error, when its service dies under it"
 
-            await _until_healthy(stack)  # the launcher restarted the services process
-            assert _services_pid(stack) != killed and stack.process.poll() is None
+            await stack.until_healthy()  # the launcher restarted the services process
+            assert stack.services_pid() != killed and stack.process.poll() is None
             stats, _ = await call(client, "alexandria_stats")
             assert (stats["qdrant"]["books"], stats["qdrant"]["points_count"]) == (0, 0), "no half book counted"
             found, is_error = await call(client, "alexandria_query", {
@@ -249,16 +248,3 @@ async def test_a_service_killed_during_an_ingest_restarts_and_shows_nothing_of_t
             assert await points(client) == retried["chunks"] + retried["parent_chunks"], "the book counted once"
     finally:
         assert stack.stop() == 0
-
-
-async def _until_healthy(stack: RunningStack, timeout: float = 120) -> None:
-    async with httpx.AsyncClient() as http:
-        for _ in range(int(timeout / 0.25)):
-            if (await http.get(f"{stack.url}/health", timeout=5)).status_code == 200:
-                return
-            await asyncio.sleep(0.25)
-    raise AssertionError(f"the stack was not healthy again within {timeout} s")
-
-
-def _services_pid(stack: RunningStack) -> int:
-    return next(pid for pid, command in stack.children().items() if "ingest" in command)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -28,6 +29,15 @@ MARGARET = 1  # the fixture library's author id of book 1
 def alexandria(stack: RunningStack, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(Path(sys.executable).with_name("alexandria")), *args], env=stack.env,
                           capture_output=True, text=True, timeout=600, check=False)
+
+
+def calibredb(library: Path, *args: str) -> None:
+    subprocess.run(["calibredb", "--library-path", str(library), *args], check=True, capture_output=True, timeout=120)
+
+
+def start_sync(stack: RunningStack) -> subprocess.Popen:
+    return subprocess.Popen([str(Path(sys.executable).with_name("alexandria")), "sync"], env=stack.env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def add_book(library: Path, book_id: int, title: str, content: bytes) -> None:
@@ -122,15 +132,10 @@ async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Pat
 async def test_books_added_and_removed_with_calibredb_are_synced(tmp_path: Path) -> None:
     library = copy_library(LIBRARY, tmp_path / "library")
     stack = start_stack(tmp_path / "var", library)
-
-    def calibredb(*args: str) -> None:
-        subprocess.run(["calibredb", "--library-path", str(library), *args], check=True, capture_output=True,
-                       timeout=120)
-
     try:
         assert "4 added" in alexandria(stack, "sync").stdout
-        calibredb("add", str(LOCAL_FILES / "the_tempest.epub"))
-        calibredb("remove", "3", "--permanent")
+        calibredb(library, "add", str(LOCAL_FILES / "the_tempest.epub"))
+        calibredb(library, "remove", "3", "--permanent")
         await asyncio.sleep(1.1)  # the catalog looks for a changed metadata.db at most once a second
         synced = alexandria(stack, "sync")
         assert synced.returncode == 0 and "1 added, 0 replaced, 1 removed, 0 failed" in synced.stdout, synced
@@ -141,5 +146,36 @@ async def test_books_added_and_removed_with_calibredb_are_synced(tmp_path: Path)
             tempest, _ = await call(client, "alexandria_query", {
                 "query": "Prospero Ariel island", "book_id": 5, "threshold": 0.0, "search_mode": "lexical"})
         assert stats["qdrant"]["books"] == 4 and tempest["result_count"] > 0
+    finally:
+        stack.stop()
+
+
+async def test_a_sync_killed_half_way_finishes_when_run_again(tmp_path: Path) -> None:
+    library = copy_library(LIBRARY, tmp_path / "library")
+    for book in ("the_tempest.epub", "julius_caesar.pdf", "romeo_and_juliet.txt"):
+        calibredb(library, "add", str(LOCAL_FILES / book))
+    stack = start_stack(tmp_path / "var", library)
+    try:
+        running = start_sync(stack)
+        seen = ""
+        while "6/7" not in seen:  # five books are in and the sixth is being ingested
+            char = running.stderr.read(1)
+            assert char, f"the sync ended first: {seen[-300:]}"
+            seen += char
+        os.kill(stack.services_pid(), signal.SIGKILL)
+        assert running.wait(120) != 0, "the interrupted sync says it failed"
+        await stack.until_healthy()  # the launcher restarted the services
+        again = alexandria(stack, "sync")
+        assert again.returncode == 0 and "0 failed" in again.stdout, again
+        added = int(again.stdout.split(" added")[0].rsplit(" ", 1)[1])
+        assert 1 <= added <= 2, again.stdout  # what the first sync had not finished
+        assert set((await ingested(stack)).values()) == {True} and len(await ingested(stack)) == 7
+        async with Client(stack.mcp_url) as client:
+            stats, _ = await call(client, "alexandria_stats")
+            found, _ = await call(client, "alexandria_query", {
+                "query": "the", "threshold": 0.0, "search_mode": "lexical", "limit": 20})
+        assert stats["qdrant"]["books"] == 7
+        texts = [result["text"] for result in found["results"]]
+        assert len(texts) == len(set(texts)), "no book was written twice"
     finally:
         stack.stop()
