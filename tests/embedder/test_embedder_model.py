@@ -149,6 +149,7 @@ def test_a_transformer_that_does_not_trace_runs_eagerly(
 
 
 @pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")
+@pytest.mark.filterwarnings("ignore:torch.ao.quantization is deprecated:DeprecationWarning")
 def test_an_int8_model_has_its_own_name_and_close_vectors(embedding_model: EmbeddingModel) -> None:
     quantised = load_model(resolve_model_source(None), "cpu", threads=0, quantize="int8")
     assert quantised.name == f"{embedding_model.name}+int8", "its collections are not the fp32 model's"
