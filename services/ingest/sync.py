@@ -204,6 +204,11 @@ class LibrarySync:
             library = [LibraryBook(b.book_id, b.uuid, b.title, b.author, b.format, b.size_bytes, b.mtime_ns)
                        for b in listed.books]
             writer = BookWriter(self.ingestor.store, request.collection)
+            if await asyncio.to_thread(self.ingestor.store.collection_info, request.collection) is not None:
+                # Refuses a collection of another model before any work, and gives a collection made before
+                # sources were recorded the payload indexes that planning reads.
+                model = await self.ingestor.embedder.model_info()
+                await asyncio.to_thread(writer.ensure_collection, model.dimension, model.name)
             held = await asyncio.to_thread(writer.held_sources)
             failures = state.failures()
             plan = plan_sync(library, held, failures, request.remove_deleted, request.retry_failed)
