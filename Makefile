@@ -13,7 +13,7 @@ setup: $(STAMP) system-packages
 # From Debian, installed once (as root or through sudo): Tesseract's language data (English, German,
 # French) for OCR of scanned PDF pages (PyMuPDF brings the engine), and calibre, whose calibredb the
 # sync test changes a library with, as a user would.
-OCR_DATA := /usr/share/tesseract-ocr/5/tessdata/eng.traineddata
+OCR_DATA := $${TESSDATA_PREFIX:-/usr/share/tesseract-ocr/5/tessdata}/eng.traineddata
 SYSTEM_PACKAGES := tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra calibre
 APT := $(if $(filter 0,$(shell id -u)),,sudo) apt-get
 system-packages:
