@@ -18,10 +18,10 @@ SCANNED_PAGE_MAX_WORDS = 5
 PREVIEW_PAGES = 5
 
 
-def is_scanned(page: pymupdf.Page) -> bool:
-    """(Almost) no text in the page's text layer, and something on the page: an image, or drawings (text
-    set as outlines, a scan traced to vectors)."""
-    if len(page.get_text("words")) >= SCANNED_PAGE_MAX_WORDS:
+def is_scanned(page: pymupdf.Page, words: int | None = None) -> bool:
+    """(Almost) no text in the page's text layer (`words`, when the caller has already read it), and
+    something on the page: an image, or drawings (text set as outlines, a scan traced to vectors)."""
+    if (len(page.get_text("words")) if words is None else words) >= SCANNED_PAGE_MAX_WORDS:
         return False
     return bool(page.get_images(full=False)) or bool(page.get_drawings())
 

@@ -91,15 +91,25 @@ def content_key(path: Path) -> str:
     return f"sha256:{content_hash(path)}"
 
 
+def stamp(fmt: str, size: int, mtime_ns: int) -> str:
+    """What says cheaply whether a book's file changed: "<format>:<size>:<mtime_ns>"."""
+    return f"{fmt}:{size}:{mtime_ns}"
+
+
 def file_stamp(fmt: str, path: Path) -> str:
-    """What says cheaply whether a file changed: "<format>:<size>:<mtime_ns>"."""
-    stat = path.stat()
-    return f"{fmt}:{stat.st_size}:{stat.st_mtime_ns}"
+    status = path.stat()
+    return stamp(fmt, status.st_size, status.st_mtime_ns)
 
 
 def file_source(fmt: str, path: Path) -> str:
     """A version of a book's file: its stamp and, to be sure when the stamp changed, its content hash."""
     return f"{file_stamp(fmt, path)}:{content_hash(path)}"
+
+
+def split_source(source: str) -> tuple[str, str]:
+    """(stamp, content hash) of a source made by `file_source`."""
+    stamp_part, _, digest = source.rpartition(":")
+    return stamp_part, digest
 
 
 @dataclass(frozen=True)

@@ -168,8 +168,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         finished: asyncio.Queue[BatchRow] = asyncio.Queue()
 
         async def resolve(book: BatchBook) -> tuple[BatchBook, BookFile]:
-            source = await self.sources.calibre(book.id, fmt)
-            return BatchBook(book.id, source.title or book.title, " & ".join(source.authors)), source
+            return await self.sources.resolve_for_batch(book, fmt)
 
         async def ingest(source: BookFile, report: Report) -> int:
             return (await self.ingestor.ingest(source, collection, params, hierarchical, report)).chunks

@@ -12,6 +12,7 @@ from alexandria.errors import NotFound
 from alexandria.store import Filter
 from alexandria.store import schema as f
 from alexandria.v1 import catalog_pb2
+from services.ingest.batch import BatchBook
 from services.ingest.extract import extract_book
 from services.ingest.extract.ocr import NO_OPTIONS, OcrOptions
 from services.ingest.local_files import LocalRoots
@@ -31,6 +32,11 @@ class BookSources:
         source = await asyncio.to_thread(file_source, resolved.format, path)
         return BookFile(path, resolved.format, book.uuid, book.title, tuple(book.authors), book.language or None,
                         book.id, source=source)
+
+    async def resolve_for_batch(self, book: BatchBook, preferred_format: str) -> tuple[BatchBook, BookFile]:
+        """A book of a batch or sync, named as the library names it, and its file."""
+        source = await self.calibre(book.id, preferred_format)
+        return BatchBook(book.id, source.title or book.title, " & ".join(source.authors)), source
 
     async def local(self, file_path: str, title: str = "", author: str = "", language: str = "",
                     ocr: OcrOptions = NO_OPTIONS) -> BookFile:

@@ -31,7 +31,7 @@ from alexandria.store import schema as f
 from alexandria.v1 import catalog_pb2
 from services.ingest.batch import BatchBook, BatchRow, BatchStatus, ingest_batch
 from services.ingest.documents import ChunkingParams
-from services.ingest.pipeline import BookFile, BookIngestor
+from services.ingest.pipeline import BookFile, BookIngestor, split_source, stamp
 from services.ingest.progress import Report
 from services.ingest.sources import BookSources
 from services.ingest.writer import BookWriter, RemovedBook
@@ -54,7 +54,7 @@ class LibraryBook:
 
     @property
     def fingerprint(self) -> str:
-        return f"{self.format}:{self.size_bytes}:{self.mtime_ns}"
+        return stamp(self.format, self.size_bytes, self.mtime_ns)
 
 
 @dataclass(frozen=True)
@@ -80,11 +80,6 @@ class SyncPlan:
     unchanged: int = 0
 
 
-def stamp_of(source: str) -> str:
-    """The stamp part ("<format>:<size>:<mtime_ns>") of a stored source ("...:<sha256>")."""
-    return source.rsplit(":", 1)[0]
-
-
 def plan_sync(library: list[LibraryBook], held: dict[str, str], failures: dict[str, Failure],
               remove_deleted: bool, retry_failed: bool) -> SyncPlan:
     """What a sync does: `held` maps the keys of the books the collection holds whole to the source they
@@ -96,7 +91,7 @@ def plan_sync(library: list[LibraryBook], held: dict[str, str], failures: dict[s
         failure = failures.get(book.key)
         if book.key in held:
             stored = held[book.key]
-            changed = bool(stored) and bool(book.format) and stamp_of(stored) != book.fingerprint
+            changed = bool(stored) and bool(book.format) and split_source(stored)[0] != book.fingerprint
             if changed:
                 plan.change.append(book)
             else:
@@ -235,12 +230,11 @@ class LibrarySync:
         changed = {book.book_id for book in plan.change}
 
         async def resolve(book: BatchBook) -> tuple[BatchBook, BookFile]:
-            source = await self.sources.calibre(book.id, request.format_preference)
-            return BatchBook(book.id, source.title or book.title, " & ".join(source.authors)), source
+            return await self.sources.resolve_for_batch(book, request.format_preference)
 
         async def ingest(source: BookFile, book_report: Report) -> int:
             if source.calibre_id in changed:
-                if source.source.rsplit(":", 1)[1] == held[source.book_key].rsplit(":", 1)[1]:
+                if split_source(source.source)[1] == split_source(held[source.book_key])[1]:
                     # Only the stamp changed (the file was touched or copied): the content is the same.
                     await asyncio.to_thread(writer.restamp, source.book_key, source.source)
                     outcome.restamped += 1

@@ -47,6 +47,11 @@ class RunningStack:
                 found[int(pid)] = " ".join(a.decode() for a in argv if a)
         return found
 
+    def cli(self, *args: str) -> subprocess.CompletedProcess:
+        """`alexandria ARGS...` run against this stack, as a user runs it in a terminal."""
+        return subprocess.run([str(Path(sys.executable).with_name("alexandria")), *args], env=self.env,
+                              capture_output=True, text=True, timeout=600, check=False)
+
     def services_pid(self) -> int:
         """The process that runs the ingest service (with catalog and query on the embedded default)."""
         return next(pid for pid, command in self.children().items() if "ingest" in command)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -55,20 +54,16 @@ async def test_stdio_gateway_against_the_running_stack(stack: RunningStack) -> N
 
 
 async def test_the_terminal_commands_reach_the_running_stack(stack: RunningStack, inbox: Path) -> None:
-    def alexandria(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([str(Path(sys.executable).with_name("alexandria")), *args], env=stack.env,
-                              capture_output=True, text=True, timeout=600, check=False)
-
-    status = alexandria("status")
+    status = stack.cli("status")
     assert status.returncode == 0 and status.stdout.count("SERVING") >= 4, status
-    missing = alexandria("ingest", "999")
+    missing = stack.cli("ingest", "999")
     assert missing.returncode == 1 and "failed" in missing.stderr and "999" in missing.stderr, missing
     assert "0/1 succeeded, 0 skipped, 1 failed" in missing.stdout
     play = inbox / "romeo_and_juliet.txt"
-    ingested = alexandria("ingest", "--file", str(play), "--title", "Romeo and Juliet", "--author", "William Shakespeare")
+    ingested = stack.cli("ingest", "--file", str(play), "--title", "Romeo and Juliet", "--author", "William Shakespeare")
     try:
         assert ingested.returncode == 0 and ingested.stdout.startswith("Romeo and Juliet: "), ingested
-        found = alexandria("query", "two households in fair Verona", "--threshold", "0")
+        found = stack.cli("query", "two households in fair Verona", "--threshold", "0")
         assert found.returncode == 0 and "Romeo and Juliet — William Shakespeare" in found.stdout, found
     finally:
         async with Client(stack.mcp_url) as client:

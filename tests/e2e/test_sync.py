@@ -26,11 +26,6 @@ LIBRARY = FIXTURES / "library"
 MARGARET = 1  # the fixture library's author id of book 1
 
 
-def alexandria(stack: RunningStack, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(Path(sys.executable).with_name("alexandria")), *args], env=stack.env,
-                          capture_output=True, text=True, timeout=600, check=False)
-
-
 def calibredb(library: Path, *args: str) -> None:
     subprocess.run(["calibredb", "--library-path", str(library), *args], check=True, capture_output=True, timeout=120)
 
@@ -72,12 +67,12 @@ async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Pat
     library = copy_library(LIBRARY, tmp_path / "library")
     stack = start_stack(tmp_path / "var", library)
     try:
-        plan = alexandria(stack, "sync", "--dry-run")
+        plan = stack.cli("sync", "--dry-run")
         assert plan.returncode == 0, plan
         assert "4 to add, 0 changed, 0 to remove" in plan.stdout and plan.stdout.count("  add ") == 4
         assert set((await ingested(stack)).values()) == {False}, "a dry run changes nothing"
 
-        first = alexandria(stack, "ingest", "--all")  # the whole library: a sync that removes nothing
+        first = stack.cli("ingest", "--all")  # the whole library: a sync that removes nothing
         assert first.returncode == 0 and "4 added, 0 replaced, 0 removed, 0 failed" in first.stdout, first
         assert "sync" in first.stderr and "ETA" in first.stderr, "progress with an ETA on stderr"
         assert await ingested(stack) == {1: True, 2: True, 3: True, 4: True}
@@ -85,7 +80,7 @@ async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Pat
         almanac = next((library / "Margaret Holloway").rglob("*.epub")).read_bytes()
         delete_book(library, 3)
         await asyncio.sleep(1.1)  # the catalog looks for a changed metadata.db at most once a second
-        kept = alexandria(stack, "ingest", "--all")
+        kept = stack.cli("ingest", "--all")
         assert kept.returncode == 0 and "0 added, 0 replaced, 0 removed" in kept.stdout, kept
         async with Client(stack.mcp_url) as client:
             stats, _ = await call(client, "alexandria_stats")
@@ -94,19 +89,19 @@ async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Pat
         add_book(library, 6, "A Broken Book", b"this is not an EPUB")
         await asyncio.sleep(1.1)  # the catalog looks for a changed metadata.db at most once a second
         with SyncState(stack.data_dir / "sync", "alexandria").locked():  # as a sync in progress holds it
-            refused = alexandria(stack, "sync")
+            refused = stack.cli("sync")
         assert refused.returncode == 1 and "A sync of collection 'alexandria' is already running" in refused.stderr
-        second = alexandria(stack, "sync")
+        second = stack.cli("sync")
         assert second.returncode == 1, second  # the broken book failed
         assert "1 added, 0 replaced, 1 removed, 1 failed" in second.stdout, second
         assert "failed  A Broken Book:" in second.stdout, second
         assert await ingested(stack) == {1: True, 2: True, 4: True, 5: True, 6: False}
 
-        again = alexandria(stack, "sync")
+        again = stack.cli("sync")
         assert again.returncode == 0, again
         assert "0 added, 0 replaced, 0 removed, 0 failed, 1 skipped, 4 unchanged" in again.stdout
         assert "skipped A Broken Book:" in again.stdout, "a failed book is not retried while its file is the same"
-        retried = alexandria(stack, "sync", "--retry-failed")
+        retried = stack.cli("sync", "--retry-failed")
         assert retried.returncode == 1 and "1 failed" in retried.stdout, retried
 
         # Book 5's file replaced by another text, book 1's only touched: one is ingested anew, one is not.
@@ -114,9 +109,9 @@ async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Pat
         second_almanac.write_bytes(next((library / "Arthur Penhallow").rglob("*.epub")).read_bytes())
         first_almanac = next((library / "Margaret Holloway").glob("The Lighthouse*/*.epub"))
         os.utime(first_almanac, ns=(time.time_ns(), time.time_ns()))
-        changed = alexandria(stack, "sync", "--dry-run")
+        changed = stack.cli("sync", "--dry-run")
         assert "2 changed" in changed.stdout and changed.stdout.count("  change ") == 2, changed
-        replaced = alexandria(stack, "sync")
+        replaced = stack.cli("sync")
         assert "0 added, 1 replaced, 0 removed" in replaced.stdout and "3 unchanged" in replaced.stdout, replaced
         async with Client(stack.mcp_url) as client:
             found, _ = await call(client, "alexandria_query", {
@@ -124,7 +119,7 @@ async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Pat
             stats, _ = await call(client, "alexandria_stats")
         assert found["result_count"] > 0, "book 5 now holds the new text"
         assert stats["qdrant"]["books"] == 4
-        assert alexandria(stack, "sync").stdout.count("0 replaced") == 1, "the touched file is not ingested again"
+        assert stack.cli("sync").stdout.count("0 replaced") == 1, "the touched file is not ingested again"
     finally:
         stack.stop()
 
@@ -133,11 +128,11 @@ async def test_books_added_and_removed_with_calibredb_are_synced(tmp_path: Path)
     library = copy_library(LIBRARY, tmp_path / "library")
     stack = start_stack(tmp_path / "var", library)
     try:
-        assert "4 added" in alexandria(stack, "sync").stdout
+        assert "4 added" in stack.cli("sync").stdout
         calibredb(library, "add", str(LOCAL_FILES / "the_tempest.epub"))
         calibredb(library, "remove", "3", "--permanent")
         await asyncio.sleep(1.1)  # the catalog looks for a changed metadata.db at most once a second
-        synced = alexandria(stack, "sync")
+        synced = stack.cli("sync")
         assert synced.returncode == 0 and "1 added, 0 replaced, 1 removed, 0 failed" in synced.stdout, synced
         held = await ingested(stack)
         assert held == {1: True, 2: True, 4: True, 5: True}, "the collection holds exactly the library's books"
@@ -165,7 +160,7 @@ async def test_a_sync_killed_half_way_finishes_when_run_again(tmp_path: Path) ->
         os.kill(stack.services_pid(), signal.SIGKILL)
         assert running.wait(120) != 0, "the interrupted sync says it failed"
         await stack.until_healthy()  # the launcher restarted the services
-        again = alexandria(stack, "sync")
+        again = stack.cli("sync")
         assert again.returncode == 0 and "0 failed" in again.stdout, again
         added = int(again.stdout.split(" added")[0].rsplit(" ", 1)[1])
         assert 1 <= added <= 2, again.stdout  # what the first sync had not finished

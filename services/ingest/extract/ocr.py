@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import pymupdf
 
 from alexandria.errors import FailedPrecondition
-from alexandria.settings import available_cpus
+from alexandria.settings import IngestSettings, available_cpus
 
 # Where Debian (5.x, then 4.x) and other systems put Tesseract's language data.
 TESSDATA_FOLDERS = (Path("/usr/share/tesseract-ocr/5/tessdata"), Path("/usr/share/tesseract-ocr/4.00/tessdata"),
@@ -49,7 +49,7 @@ class OcrOptions:
     most `max_pages` of them, telling `progress(done, total)` after each page."""
 
     language: str | None = None
-    max_pages: int = 1000
+    max_pages: int = IngestSettings.model_fields["ingest_ocr_max_pages"].default
     progress: Callable[[int, int], None] = _no_progress
 
 

@@ -114,7 +114,10 @@ def _page_blocks(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -
 def _raw_blocks(document: pymupdf.Document, path: Path, ocr: OcrOptions) -> tuple[list[_RawBlock], frozenset[int]]:
     """Every page's blocks in order, scanned pages read by OCR; and the numbers of those pages."""
     by_page = [_page_blocks(page) for page in document]
-    scanned = [page.number for page in document if is_scanned(page)]
+    scanned = [
+        page.number for page, blocks in zip(document, by_page, strict=True)
+        if is_scanned(page, sum(len(line.split()) for block in blocks for line in block.lines))
+    ]
     if scanned:
         read = _ocr_pages(document, path, scanned, ocr)
         for number, blocks in read.items():
