@@ -248,7 +248,9 @@ class LibraryFile(_message.Message):
     def __init__(self, book_id: _Optional[int] = ..., uuid: _Optional[str] = ..., title: _Optional[str] = ..., author: _Optional[str] = ..., format: _Optional[str] = ..., file_path: _Optional[str] = ..., size_bytes: _Optional[int] = ..., mtime_ns: _Optional[int] = ...) -> None: ...
 
 class ListLibraryFilesResponse(_message.Message):
-    __slots__ = ("books",)
+    __slots__ = ("books", "stale_reason")
     BOOKS_FIELD_NUMBER: _ClassVar[int]
+    STALE_REASON_FIELD_NUMBER: _ClassVar[int]
     books: _containers.RepeatedCompositeFieldContainer[LibraryFile]
-    def __init__(self, books: _Optional[_Iterable[_Union[LibraryFile, _Mapping]]] = ...) -> None: ...
+    stale_reason: str
+    def __init__(self, books: _Optional[_Iterable[_Union[LibraryFile, _Mapping]]] = ..., stale_reason: _Optional[str] = ...) -> None: ...
