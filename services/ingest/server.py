@@ -36,7 +36,7 @@ from services.ingest.batch import (
 from services.ingest.chunking import validate_params
 from services.ingest.documents import ChunkingParams, ChunkLocator
 from services.ingest.local_files import LocalRoots
-from services.ingest.pipeline import BookFile, BookIngestor, IngestOutcome, ocr_options
+from services.ingest.pipeline import BookIngestor, BookToIngest, IngestOutcome, ocr_options
 from services.ingest.progress import Report, run_with_progress
 from services.ingest.sources import BookSources
 from services.ingest.sync import LibrarySync, SyncOutcome, SyncRequest
@@ -109,7 +109,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         self.roots = LocalRoots.from_settings(settings)
         self.sources = BookSources(catalog, self.roots)
         self.ingestor = BookIngestor(store, embedder, indexer.request, settings.ingest_ocr_max_pages)
-        self.sync = LibrarySync(catalog, self.sources, self.ingestor, settings.store.alexandria_data_dir / "sync")
+        self.sync = LibrarySync(catalog, self.ingestor, settings.store.alexandria_data_dir / "sync")
 
     def _collection(self, name: str) -> str:
         return check_collection_name(name.strip() or self.settings.store.qdrant_collection)
@@ -120,7 +120,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         hierarchical = options.hierarchical if options.HasField("hierarchical") else True
         return self._collection(options.collection), params, hierarchical, format_preference(options.format_preference)
 
-    async def _source(self, source: ingest_pb2.BookSource, report: Report) -> BookFile:
+    async def _source(self, source: ingest_pb2.BookSource, report: Report) -> BookToIngest:
         kind = source.WhichOneof("source")
         if kind == "book_id":
             return await self.sources.calibre(source.book_id, format_preference(source.format_preference))
@@ -167,10 +167,10 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
                                    request.limit)
         finished: asyncio.Queue[BatchRow] = asyncio.Queue()
 
-        async def resolve(book: BatchBook) -> tuple[BatchBook, BookFile]:
+        async def resolve(book: BatchBook) -> tuple[BatchBook, BookToIngest]:
             return await self.sources.resolve_for_batch(book, fmt)
 
-        async def ingest(source: BookFile, report: Report) -> int:
+        async def ingest(source: BookToIngest, report: Report) -> int:
             return (await self.ingestor.ingest(source, collection, params, hierarchical, report)).chunks
 
         async def work(report: Report) -> ingest_pb2.BatchIngestResult:
@@ -309,7 +309,7 @@ def row_message(row: BatchRow) -> ingest_pb2.BatchIngestRow:
     )
 
 
-def needs_metadata_result(source: BookFile, missing: list[str]) -> ingest_pb2.IngestResult:
+def needs_metadata_result(source: BookToIngest, missing: list[str]) -> ingest_pb2.IngestResult:
     call = ", ".join([f'file_path="{source.path}"', *(f'{name}="..."' for name in missing)])
     extracted = source.extracted
     return ingest_pb2.IngestResult(

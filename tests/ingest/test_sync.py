@@ -6,16 +6,20 @@ from pathlib import Path
 
 import pytest
 
+from alexandria.book_identity import FileVersion, local_book_key
 from alexandria.errors import FailedPrecondition
-from services.ingest.sync import NO_FILE, Failure, LibraryBook, SyncState, plan_sync
+from alexandria.v1.catalog_pb2 import LibraryFile
+from services.ingest.sync import NO_FILE, Failure, SyncState, listed_stamp, plan_sync
 
-PERSUASION = LibraryBook(4, "uuid-persuasion", "Persuasion", format="PDF", size_bytes=100, mtime_ns=7)
-EMMA = LibraryBook(2, "uuid-emma", "Emma", format="EPUB", size_bytes=200, mtime_ns=8)
-LOST = LibraryBook(9, "uuid-lost", "Lost", format="")  # no file on disk
+PERSUASION = LibraryFile(book_id=4, uuid="uuid-persuasion", title="Persuasion", format="PDF", size_bytes=100,
+                         mtime_ns=7)
+EMMA = LibraryFile(book_id=2, uuid="uuid-emma", title="Emma", format="EPUB", size_bytes=200, mtime_ns=8)
+LOST = LibraryFile(book_id=9, uuid="uuid-lost", title="Lost", format="")  # no file on disk
+EMMA_READ = FileVersion(listed_stamp(EMMA), "abc")
 
 
 def test_new_books_are_added_deleted_ones_removed_and_local_files_left_alone() -> None:
-    held = {"uuid-emma": f"{EMMA.fingerprint}:abc", "uuid-deleted": "", "sha256:abc": ""}
+    held = {"uuid-emma": EMMA_READ, "uuid-deleted": None, local_book_key("abc"): None}
     plan = plan_sync([PERSUASION, EMMA, LOST], held, {}, remove_deleted=True, retry_failed=False)
     assert [b.title for b in plan.add] == ["Persuasion"] and plan.change == []
     assert plan.remove == ["uuid-deleted"] and plan.unchanged == 1
@@ -25,27 +29,28 @@ def test_new_books_are_added_deleted_ones_removed_and_local_files_left_alone() -
 
 
 def test_a_book_that_failed_is_skipped_until_its_file_changes_or_a_retry_is_asked() -> None:
-    failures = {PERSUASION.key: Failure(4, "Persuasion", "no text", PERSUASION.fingerprint)}
+    failures = {PERSUASION.uuid: Failure(4, "Persuasion", "no text", listed_stamp(PERSUASION))}
     plan = plan_sync([PERSUASION], {}, failures, remove_deleted=True, retry_failed=False)
     assert plan.add == [] and [(s.book.title, s.reason) for s in plan.skip] == [("Persuasion", "no text")]
     assert plan_sync([PERSUASION], {}, failures, True, retry_failed=True).add == [PERSUASION]
-    replaced = LibraryBook(4, "uuid-persuasion", "Persuasion", format="PDF", size_bytes=101, mtime_ns=9)
+    replaced = LibraryFile(book_id=4, uuid="uuid-persuasion", title="Persuasion", format="PDF", size_bytes=101,
+                           mtime_ns=9)
     assert plan_sync([replaced], {}, failures, True, False).add == [replaced]
 
 
 def test_a_book_whose_file_changed_is_planned_for_replacement() -> None:
-    touched = LibraryBook(2, "uuid-emma", "Emma", format="EPUB", size_bytes=200, mtime_ns=99)
-    held = {"uuid-emma": f"{EMMA.fingerprint}:abc"}
+    touched = LibraryFile(book_id=2, uuid="uuid-emma", title="Emma", format="EPUB", size_bytes=200, mtime_ns=99)
+    held: dict[str, FileVersion | None] = {"uuid-emma": EMMA_READ}
     plan = plan_sync([touched], held, {}, remove_deleted=True, retry_failed=False)
     assert plan.change == [touched] and plan.unchanged == 0
-    unknown = plan_sync([touched], {"uuid-emma": ""}, {}, True, False)  # ingested before sources were kept
+    unknown = plan_sync([touched], {"uuid-emma": None}, {}, True, False)  # ingested before versions were kept
     assert unknown.change == [] and unknown.unchanged == 1
 
 
 def test_failures_survive_between_syncs_and_an_unreadable_file_forgets_them(tmp_path: Path) -> None:
     state = SyncState(tmp_path / "sync", "books")
     assert state.failures() == {}
-    recorded = {EMMA.key: Failure(2, "Emma", "broken EPUB", EMMA.fingerprint)}
+    recorded = {EMMA.uuid: Failure(2, "Emma", "broken EPUB", listed_stamp(EMMA))}
     state.save_failures(recorded)
     assert SyncState(tmp_path / "sync", "books").failures() == recorded
     state.failures_path.write_text("{not json")
