@@ -23,6 +23,7 @@ from alexandria.store import Filter, Store, open_store
 from alexandria.store import schema as f
 from alexandria.store.model import check_collection_name
 from alexandria.v1 import catalog_pb2_grpc, common_pb2, ingest_pb2, ingest_pb2_grpc
+from alexandria.v1.catalog_pb2 import LibraryFile
 from services.ingest.batch import (
     BatchBook,
     BatchRow,
@@ -39,7 +40,7 @@ from services.ingest.local_files import LocalRoots
 from services.ingest.pipeline import BookIngestor, BookToIngest, IngestOutcome, ocr_options
 from services.ingest.progress import Report, run_with_progress
 from services.ingest.sources import BookSources
-from services.ingest.sync import LibrarySync, SyncOutcome, SyncRequest
+from services.ingest.sync import NO_FILE, LibrarySync, SyncOutcome, SyncRequest
 from services.ingest.writer import BookWriter
 
 log = logging.getLogger(__name__)
@@ -277,27 +278,33 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
                                              book_key=removed.book_key, chunks_removed=removed.points,
                                              collection=collection)
 
+def sync_book(book: LibraryFile, reason: str = "") -> ingest_pb2.SyncBook:
+    return ingest_pb2.SyncBook(book_id=book.book_id, title=book.title, reason=reason)
+
+
 def sync_result(outcome: SyncOutcome) -> ingest_pb2.SyncResult:
     plan = outcome.plan
     plan_message = ingest_pb2.SyncPlan(
-        add=[ingest_pb2.SyncBook(book_id=b.book_id, title=b.title) for b in plan.add],
-        change=[ingest_pb2.SyncBook(book_id=b.book_id, title=b.title) for b in plan.change],
+        add=[sync_book(b) for b in plan.add],
+        change=[sync_book(b) for b in plan.change],
         remove=[ingest_pb2.SyncBook(title=outcome.removing[key]) for key in plan.remove],
-        skip_failed=[ingest_pb2.SyncBook(book_id=s.book.book_id, title=s.book.title, reason=s.reason) for s in plan.skip],
+        skip_failed=[sync_book(s.book, s.reason) for s in plan.failed_before],
+        no_file=[sync_book(b, NO_FILE) for b in plan.no_file],
         unchanged=plan.unchanged,
     )
-    failed = outcome.failed
+    failed, skipped = outcome.failed, outcome.skipped
     if outcome.dry_run:
-        summary_line = (f"🔎 Sync plan: {len(plan.add)} to add, {len(plan.change)} changed, {len(plan.remove)} to "
-                        f"remove, {len(plan.skip)} skipped, {plan.unchanged} unchanged; nothing was changed.")
+        summary_line = f"🔎 Sync plan: {plan.counts()}; nothing was changed."
     else:
         summary_line = (f"🔄 Sync complete in {outcome.seconds:.1f} s: {outcome.added} added, {outcome.replaced} "
-                        f"replaced, {len(outcome.removed)} removed, {len(failed)} failed, {len(plan.skip)} skipped, "
-                        f"{plan.unchanged + outcome.restamped} unchanged.")
+                        f"replaced, {len(outcome.removed)} removed, {len(failed)} failed, "
+                        f"{len(plan.failed_before) + len(skipped)} skipped, {plan.unchanged + outcome.restamped} "
+                        f"unchanged, {len(plan.no_file)} with no file on disk.")
     return ingest_pb2.SyncResult(
         plan=plan_message, dry_run=outcome.dry_run, added=outcome.added, replaced=outcome.replaced,
         removed=len(outcome.removed),
         failed=[ingest_pb2.SyncBook(book_id=r.book.id, title=r.book.title, reason=r.error or "") for r in failed],
+        skipped=[ingest_pb2.SyncBook(book_id=r.book.id, title=r.book.title, reason=r.error or "") for r in skipped],
         summary=summary_line, seconds=outcome.seconds,
     )
 
@@ -326,15 +333,17 @@ def needs_metadata_result(source: BookToIngest, missing: list[str]) -> ingest_pb
 
 
 def create_server(
-    settings: IngestSettings, *, store: Store | None = None, embedder: EmbedderClient | None = None
+    settings: IngestSettings, *, store: Store | None = None, embedder: EmbedderClient | None = None,
+    catalog: ServiceClient | None = None,
 ) -> ServiceServer:
-    """The ingest server, SERVING once the embedder answers; it opens (and then owns) the store and embedder
-    client it is not given."""
+    """The ingest server, SERVING once the embedder answers; it opens (and then owns) the store and the
+    embedder and catalog clients it is not given."""
     server_store = store or open_store(settings.store)
     client = embedder or EmbedderClient(settings.embedder_addr, settings.clients)
-    catalog = ServiceClient("catalog", settings.catalog_addr, catalog_pb2_grpc.CatalogServiceStub, settings.clients)
+    catalog_client = catalog or ServiceClient("catalog", settings.catalog_addr, catalog_pb2_grpc.CatalogServiceStub,
+                                              settings.clients)
     indexer = IndexMaintainer(server_store)
-    servicer = IngestServicer(settings, server_store, client, catalog, indexer)
+    servicer = IngestServicer(settings, server_store, client, catalog_client, indexer)
     service = build_server(
         "ingest", settings.ingest_listen,
         lambda server: ingest_pb2_grpc.add_IngestServiceServicer_to_server(servicer, server),
@@ -347,7 +356,8 @@ def create_server(
 
     service.serve_when_ready(embedder_answers)
     service.on_stop.append(indexer.drain)
-    service.close_on_stop(catalog)
+    if catalog is None:
+        service.close_on_stop(catalog_client)
     if embedder is None:
         service.close_on_stop(client)
     if store is None:

@@ -71,8 +71,15 @@ class SyncPlan:
     add: list[LibraryFile] = field(default_factory=list)
     change: list[LibraryFile] = field(default_factory=list)
     remove: list[str] = field(default_factory=list)  # book keys
-    skip: list[Skipped] = field(default_factory=list)
+    failed_before: list[Skipped] = field(default_factory=list)  # skipped: failed before with this same file
+    no_file: list[LibraryFile] = field(default_factory=list)  # nothing to ingest: none of its files is on disk
     unchanged: int = 0
+
+    def counts(self) -> str:
+        """The plan in one line, as the plan's progress and a dry run's summary say it."""
+        return (f"{len(self.add)} to add, {len(self.change)} changed, {len(self.remove)} to remove, "
+                f"{len(self.failed_before)} skipped, {self.unchanged} unchanged, {len(self.no_file)} with no file "
+                "on disk")
 
 
 def plan_sync(library: list[LibraryFile], held: dict[str, FileVersion | None], failures: dict[str, Failure],
@@ -91,9 +98,9 @@ def plan_sync(library: list[LibraryFile], held: dict[str, FileVersion | None], f
             else:
                 plan.unchanged += 1
         elif not book.format:
-            plan.skip.append(Skipped(book, NO_FILE))
+            plan.no_file.append(book)
         elif failure is not None and failure.stamp == listed_stamp(book) and not retry_failed:
-            plan.skip.append(Skipped(book, failure.reason))
+            plan.failed_before.append(Skipped(book, failure.reason))
         else:
             plan.add.append(book)
     if remove_deleted:
@@ -161,18 +168,32 @@ class SyncOutcome:
     removing: dict[str, str]  # book key -> title, of the books to remove
     dry_run: bool
     rows: list[BatchRow] = field(default_factory=list)  # each book added or changed
-    replaced: int = 0  # changed books ingested anew
     restamped: int = 0  # changed stamps over the same content: noted, not ingested again
     removed: list[RemovedBook] = field(default_factory=list)
     seconds: float = 0.0
 
+    def _rows(self, status: BatchStatus) -> list[BatchRow]:
+        return [row for row in self.rows if row.status == status]
+
     @property
     def failed(self) -> list[BatchRow]:
-        return [row for row in self.rows if row.status == BatchStatus.FAILED]
+        return self._rows(BatchStatus.FAILED)
+
+    @property
+    def skipped(self) -> list[BatchRow]:
+        """Books already in the collection when their turn came: another ingest wrote them meanwhile."""
+        return self._rows(BatchStatus.SKIPPED)
 
     @property
     def added(self) -> int:
-        return sum(1 for row in self.rows if row.status != BatchStatus.FAILED) - self.replaced - self.restamped
+        changed = {book.book_id for book in self.plan.change}
+        return sum(1 for row in self._rows(BatchStatus.SUCCESS) if row.book.id not in changed)
+
+    @property
+    def replaced(self) -> int:
+        """Changed books ingested anew (a restamped one succeeded without being ingested again)."""
+        changed = {book.book_id for book in self.plan.change}
+        return sum(1 for row in self._rows(BatchStatus.SUCCESS) if row.book.id in changed) - self.restamped
 
 
 class LibrarySync:
@@ -199,8 +220,7 @@ class LibrarySync:
             held = await asyncio.to_thread(writer.held_file_versions)
             failures = state.failures()
             plan = plan_sync(library, held, failures, request.remove_deleted, request.retry_failed)
-            report("plan", 1, 1, f"{len(plan.add)} to add, {len(plan.change)} changed, {len(plan.remove)} to "
-                                 f"remove, {len(plan.skip)} skipped, {plan.unchanged} unchanged")
+            report("plan", 1, 1, plan.counts())
             removing = {}
             for key in plan.remove:
                 _, title, _ = await asyncio.to_thread(writer.find_book_key, Filter(must={f.BOOK_KEY: key}), key)
@@ -232,7 +252,6 @@ class LibrarySync:
                     await asyncio.to_thread(writer.restamp, source.book_key, source.file_version)
                     outcome.restamped += 1
                     return 0
-                outcome.replaced += 1
             ingested = await self.ingestor.ingest(source, request.collection, request.params, request.hierarchical,
                                                   book_report, replace=source.calibre_id in changed)
             return ingested.chunks

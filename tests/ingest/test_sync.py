@@ -9,7 +9,9 @@ import pytest
 from alexandria.book_identity import FileVersion, local_book_key
 from alexandria.errors import FailedPrecondition
 from alexandria.v1.catalog_pb2 import LibraryFile
-from services.ingest.sync import NO_FILE, Failure, SyncState, listed_stamp, plan_sync
+from services.ingest.batch import BatchBook, BatchRow, BatchStatus
+from services.ingest.server import sync_result
+from services.ingest.sync import Failure, SyncOutcome, SyncState, listed_stamp, plan_sync
 
 PERSUASION = LibraryFile(book_id=4, uuid="uuid-persuasion", title="Persuasion", format="PDF", size_bytes=100,
                          mtime_ns=7)
@@ -23,7 +25,7 @@ def test_new_books_are_added_deleted_ones_removed_and_local_files_left_alone() -
     plan = plan_sync([PERSUASION, EMMA, LOST], held, {}, remove_deleted=True, retry_failed=False)
     assert [b.title for b in plan.add] == ["Persuasion"] and plan.change == []
     assert plan.remove == ["uuid-deleted"] and plan.unchanged == 1
-    assert [(s.book.title, s.reason) for s in plan.skip] == [("Lost", NO_FILE)]
+    assert plan.no_file == [LOST] and plan.failed_before == [], "a book without a file did not fail before"
     kept = plan_sync([PERSUASION, EMMA], held, {}, remove_deleted=False, retry_failed=False)
     assert kept.remove == []
 
@@ -31,7 +33,7 @@ def test_new_books_are_added_deleted_ones_removed_and_local_files_left_alone() -
 def test_a_book_that_failed_is_skipped_until_its_file_changes_or_a_retry_is_asked() -> None:
     failures = {PERSUASION.uuid: Failure(4, "Persuasion", "no text", listed_stamp(PERSUASION))}
     plan = plan_sync([PERSUASION], {}, failures, remove_deleted=True, retry_failed=False)
-    assert plan.add == [] and [(s.book.title, s.reason) for s in plan.skip] == [("Persuasion", "no text")]
+    assert plan.add == [] and [(s.book.title, s.reason) for s in plan.failed_before] == [("Persuasion", "no text")]
     assert plan_sync([PERSUASION], {}, failures, True, retry_failed=True).add == [PERSUASION]
     replaced = LibraryFile(book_id=4, uuid="uuid-persuasion", title="Persuasion", format="PDF", size_bytes=101,
                            mtime_ns=9)
@@ -67,3 +69,16 @@ def test_a_second_sync_of_one_collection_is_refused_while_the_first_runs(tmp_pat
             pass  # another collection syncs meanwhile
     with second.locked():
         pass  # free again once the first has finished
+
+
+def test_a_book_another_ingest_wrote_meanwhile_is_counted_as_skipped_not_added() -> None:
+    plan = plan_sync([PERSUASION, EMMA], {}, {}, remove_deleted=True, retry_failed=False)
+    written_meanwhile = "Book already ingested: 'Emma' is in collection 'books'."
+    outcome = SyncOutcome(plan, {}, dry_run=False, rows=[
+        BatchRow(BatchBook(4, "Persuasion"), BatchStatus.SUCCESS, chunks=10),
+        BatchRow(BatchBook(2, "Emma"), BatchStatus.SKIPPED, error=written_meanwhile),
+    ])
+    assert outcome.added == 1
+    result = sync_result(outcome)
+    assert result.added == 1 and [(b.title, b.reason) for b in result.skipped] == [("Emma", written_meanwhile)]
+    assert "1 added, 0 replaced, 0 removed, 0 failed, 1 skipped, 0 unchanged" in result.summary
