@@ -77,11 +77,11 @@ async def list_and_plan(library: Path, sockets: Path) -> tuple[int, float, float
         books = list(listed.books)
         list_s = time.perf_counter() - started
         started = time.perf_counter()
-        plan_sync(books, {}, {}, remove_deleted=True, retry_failed=False)
+        plan_sync(listed, {}, {}, remove_deleted=True, retry_failed=False)
         empty_s = time.perf_counter() - started
         held: dict[str, FileVersion | None] = {b.uuid: FileVersion(listed_stamp(b), "sha") for b in books}
         started = time.perf_counter()
-        plan = plan_sync(books, held, {}, remove_deleted=True, retry_failed=False)
+        plan = plan_sync(listed, held, {}, remove_deleted=True, retry_failed=False)
         full_s = time.perf_counter() - started
         assert plan.unchanged == len(books) and not plan.add
         return len(books), list_s, empty_s, full_s

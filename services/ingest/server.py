@@ -299,7 +299,7 @@ def sync_result(outcome: SyncOutcome) -> ingest_pb2.SyncResult:
         summary_line = (f"🔄 Sync complete in {outcome.seconds:.1f} s: {outcome.added} added, {outcome.replaced} "
                         f"replaced, {len(outcome.removed)} removed, {len(failed)} failed, "
                         f"{len(plan.failed_before) + len(skipped)} skipped, {plan.unchanged + outcome.restamped} "
-                        f"unchanged, {len(plan.no_file)} with no file on disk.")
+                        f"unchanged, {len(plan.no_file)} with no file on disk{plan.staleness()}.")
     return ingest_pb2.SyncResult(
         plan=plan_message, dry_run=outcome.dry_run, added=outcome.added, replaced=outcome.replaced,
         removed=len(outcome.removed),

@@ -74,21 +74,26 @@ class SyncPlan:
     failed_before: list[Skipped] = field(default_factory=list)  # skipped: failed before with this same file
     no_file: list[LibraryFile] = field(default_factory=list)  # nothing to ingest: none of its files is on disk
     unchanged: int = 0
+    stale_reason: str = ""  # why the library listed is the catalog's previous read ("": a fresh one)
 
     def counts(self) -> str:
         """The plan in one line, as the plan's progress and a dry run's summary say it."""
         return (f"{len(self.add)} to add, {len(self.change)} changed, {len(self.remove)} to remove, "
                 f"{len(self.failed_before)} skipped, {self.unchanged} unchanged, {len(self.no_file)} with no file "
-                "on disk")
+                f"on disk{self.staleness()}")
+
+    def staleness(self) -> str:
+        """Says, when it was, that the plan was made from the catalog's previous read of the library."""
+        return f" (planned from the catalog's previous read: {self.stale_reason})" if self.stale_reason else ""
 
 
-def plan_sync(library: list[LibraryFile], held: dict[str, FileVersion | None], failures: dict[str, Failure],
-              remove_deleted: bool, retry_failed: bool) -> SyncPlan:
+def plan_sync(library: catalog_pb2.ListLibraryFilesResponse, held: dict[str, FileVersion | None],
+              failures: dict[str, Failure], remove_deleted: bool, retry_failed: bool) -> SyncPlan:
     """What a sync does: `held` maps the keys of the books the collection holds whole to the version of the
     file each was read from (None for books ingested before versions were recorded: taken as unchanged)."""
-    plan = SyncPlan()
+    plan = SyncPlan(stale_reason=library.stale_reason)
     in_library = set()
-    for book in library:
+    for book in library.books:
         in_library.add(book.uuid)
         failure = failures.get(book.uuid)
         if book.uuid in held:
@@ -210,7 +215,6 @@ class LibrarySync:
         with state.locked():
             listed = await self.catalog.call(
                 "ListLibraryFiles", catalog_pb2.ListLibraryFilesRequest(format_preference=request.format_preference))
-            library = list(listed.books)
             writer = BookWriter(self.ingestor.store, request.collection)
             if await asyncio.to_thread(self.ingestor.store.collection_info, request.collection) is not None:
                 # Refuses a collection of another model before any work, and gives a collection made before
@@ -219,7 +223,7 @@ class LibrarySync:
                 await asyncio.to_thread(writer.ensure_collection, model.dimension, model.name)
             held = await asyncio.to_thread(writer.held_file_versions)
             failures = state.failures()
-            plan = plan_sync(library, held, failures, request.remove_deleted, request.retry_failed)
+            plan = plan_sync(listed, held, failures, request.remove_deleted, request.retry_failed)
             report("plan", 1, 1, plan.counts())
             removing = {}
             for key in plan.remove:

@@ -144,6 +144,8 @@ async def test_a_sync_plans_from_the_catalogs_list_says_when_it_is_stale_and_nam
     assert list(result.plan.skip_failed) == [], "a book without a file did not fail before"
     assert [(b.title, b.reason) for b in result.plan.no_file] == [("Lost", "none of its files is on disk")]
     assert [b.title for b in result.plan.add] == ["The Keeper"]
+    plan_line = next(p.message for p in service.progress if p.stage == "plan")
+    assert STALE in plan_line and STALE in result.summary
 
 
 async def test_a_sync_reads_the_listed_files_and_skips_a_book_that_failed_with_the_same_file(

@@ -8,7 +8,7 @@ import pytest
 
 from alexandria.book_identity import FileVersion, local_book_key
 from alexandria.errors import FailedPrecondition
-from alexandria.v1.catalog_pb2 import LibraryFile
+from alexandria.v1.catalog_pb2 import LibraryFile, ListLibraryFilesResponse
 from services.ingest.batch import BatchBook, BatchRow, BatchStatus
 from services.ingest.server import sync_result
 from services.ingest.sync import Failure, SyncOutcome, SyncState, listed_stamp, plan_sync
@@ -20,32 +20,36 @@ LOST = LibraryFile(book_id=9, uuid="uuid-lost", title="Lost", format="")  # no f
 EMMA_READ = FileVersion(listed_stamp(EMMA), "abc")
 
 
+def library(*books: LibraryFile) -> ListLibraryFilesResponse:
+    return ListLibraryFilesResponse(books=books)
+
+
 def test_new_books_are_added_deleted_ones_removed_and_local_files_left_alone() -> None:
     held = {"uuid-emma": EMMA_READ, "uuid-deleted": None, local_book_key("abc"): None}
-    plan = plan_sync([PERSUASION, EMMA, LOST], held, {}, remove_deleted=True, retry_failed=False)
+    plan = plan_sync(library(PERSUASION, EMMA, LOST), held, {}, remove_deleted=True, retry_failed=False)
     assert [b.title for b in plan.add] == ["Persuasion"] and plan.change == []
     assert plan.remove == ["uuid-deleted"] and plan.unchanged == 1
     assert plan.no_file == [LOST] and plan.failed_before == [], "a book without a file did not fail before"
-    kept = plan_sync([PERSUASION, EMMA], held, {}, remove_deleted=False, retry_failed=False)
+    kept = plan_sync(library(PERSUASION, EMMA), held, {}, remove_deleted=False, retry_failed=False)
     assert kept.remove == []
 
 
 def test_a_book_that_failed_is_skipped_until_its_file_changes_or_a_retry_is_asked() -> None:
     failures = {PERSUASION.uuid: Failure(4, "Persuasion", "no text", listed_stamp(PERSUASION))}
-    plan = plan_sync([PERSUASION], {}, failures, remove_deleted=True, retry_failed=False)
+    plan = plan_sync(library(PERSUASION), {}, failures, remove_deleted=True, retry_failed=False)
     assert plan.add == [] and [(s.book.title, s.reason) for s in plan.failed_before] == [("Persuasion", "no text")]
-    assert plan_sync([PERSUASION], {}, failures, True, retry_failed=True).add == [PERSUASION]
+    assert plan_sync(library(PERSUASION), {}, failures, True, retry_failed=True).add == [PERSUASION]
     replaced = LibraryFile(book_id=4, uuid="uuid-persuasion", title="Persuasion", format="PDF", size_bytes=101,
                            mtime_ns=9)
-    assert plan_sync([replaced], {}, failures, True, False).add == [replaced]
+    assert plan_sync(library(replaced), {}, failures, True, False).add == [replaced]
 
 
 def test_a_book_whose_file_changed_is_planned_for_replacement() -> None:
     touched = LibraryFile(book_id=2, uuid="uuid-emma", title="Emma", format="EPUB", size_bytes=200, mtime_ns=99)
     held: dict[str, FileVersion | None] = {"uuid-emma": EMMA_READ}
-    plan = plan_sync([touched], held, {}, remove_deleted=True, retry_failed=False)
+    plan = plan_sync(library(touched), held, {}, remove_deleted=True, retry_failed=False)
     assert plan.change == [touched] and plan.unchanged == 0
-    unknown = plan_sync([touched], {"uuid-emma": None}, {}, True, False)  # ingested before versions were kept
+    unknown = plan_sync(library(touched), {"uuid-emma": None}, {}, True, False)  # ingested before versions were kept
     assert unknown.change == [] and unknown.unchanged == 1
 
 
@@ -72,7 +76,7 @@ def test_a_second_sync_of_one_collection_is_refused_while_the_first_runs(tmp_pat
 
 
 def test_a_book_another_ingest_wrote_meanwhile_is_counted_as_skipped_not_added() -> None:
-    plan = plan_sync([PERSUASION, EMMA], {}, {}, remove_deleted=True, retry_failed=False)
+    plan = plan_sync(library(PERSUASION, EMMA), {}, {}, remove_deleted=True, retry_failed=False)
     written_meanwhile = "Book already ingested: 'Emma' is in collection 'books'."
     outcome = SyncOutcome(plan, {}, dry_run=False, rows=[
         BatchRow(BatchBook(4, "Persuasion"), BatchStatus.SUCCESS, chunks=10),
