@@ -89,7 +89,7 @@ Resolve = Callable[[BatchBook], Awaitable[tuple[BatchBook, S]]]
 Ingest = Callable[[S, Report], Awaitable[int]]
 
 
-async def ingest_batch(books: list[BatchBook], resolve: Resolve, ingest: Ingest, report: Report,
+async def ingest_batch(books: list[BatchBook], resolve: Resolve[S], ingest: Ingest[S], report: Report,
                        on_row: Callable[[BatchRow], None], stage: str = "batch") -> list[BatchRow]:
     """Each book in turn; one that fails is recorded as failed (or skipped, when already in) and the batch
     goes on. `on_row` hears of each book as soon as it is done; progress is reported as `stage`."""
@@ -106,7 +106,7 @@ async def ingest_batch(books: list[BatchBook], resolve: Resolve, ingest: Ingest,
     return rows
 
 
-async def _one(book: BatchBook, resolve: Resolve, ingest: Ingest, report: Report) -> BatchRow:
+async def _one(book: BatchBook, resolve: Resolve[S], ingest: Ingest[S], report: Report) -> BatchRow:
     named = book
     try:
         named, source = await resolve(book)

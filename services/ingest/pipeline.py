@@ -150,7 +150,9 @@ class BookIngestor:
         """Extract, segment and embed the sentences once: what chunking at any threshold needs."""
         report("extract", 0, 1, f"reading {source.path.name}")
         ocr = ocr_options(report, source.language, self.ocr_max_pages)
-        book = source.extracted or await asyncio.to_thread(extract_book, source.path, source.format, ocr)
+        book = source.extracted
+        if book is None:
+            book = await asyncio.to_thread(extract_book, source.path, source.format, ocr)
         sentences = await asyncio.to_thread(segment, book)
         report("extract", 1, 1, f"{len(book.chapters)} chapters, {len(sentences):,} sentences")
         if not sentences:

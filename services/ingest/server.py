@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 
+from google.protobuf.message import Message
 from grpc import aio
 
 from alexandria.clients import EmbedderClient, ServiceClient
@@ -44,6 +46,7 @@ from services.ingest.sync import NO_FILE, LibrarySync, SyncOutcome, SyncRequest
 from services.ingest.writer import BookWriter
 
 log = logging.getLogger(__name__)
+E = TypeVar("E", bound=Message)  # a streaming call's event message
 
 FORMATS = {"": "EPUB", "EPUB": "EPUB", "PDF": "PDF"}
 def format_preference(value: str) -> str:
@@ -81,7 +84,7 @@ class IndexMaintainer:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._pending: set[str] = set()
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
 
     def request(self, collection: str) -> None:
         self._pending.add(collection)
@@ -131,11 +134,16 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         raise InvalidArgument("Give a book: either book_id (a Calibre id) or file_path (a local file).")
 
     @staticmethod
-    async def _stream(work: Callable[[Report], Awaitable], wrap: Callable) -> AsyncIterator:
+    async def _stream(work: Callable[[Report], Awaitable[Message]], wrap: Callable[..., E]) -> AsyncIterator[E]:
+        """The events of a streaming call: `work`'s progress, then its result, each wrapped in the call's event
+        message (`wrap(progress=...)` or `wrap(result=...)`)."""
         async for item in run_with_progress(work):
             yield wrap(progress=item) if isinstance(item, common_pb2.Progress) else wrap(result=item)
 
-    async def IngestBook(self, request: ingest_pb2.IngestBookRequest, context: aio.ServicerContext):
+    async def IngestBook(
+        self, request: ingest_pb2.IngestBookRequest,
+        context: aio.ServicerContext[ingest_pb2.IngestBookRequest, ingest_pb2.IngestEvent],
+    ) -> AsyncIterator[ingest_pb2.IngestEvent]:
         collection, params, hierarchical, fmt = self._options(request.options)
 
         async def work(report: Report) -> ingest_pb2.IngestResult:
@@ -145,7 +153,10 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         async for event in self._stream(work, ingest_pb2.IngestEvent):
             yield event
 
-    async def IngestFile(self, request: ingest_pb2.IngestFileRequest, context: aio.ServicerContext):
+    async def IngestFile(
+        self, request: ingest_pb2.IngestFileRequest,
+        context: aio.ServicerContext[ingest_pb2.IngestFileRequest, ingest_pb2.IngestEvent],
+    ) -> AsyncIterator[ingest_pb2.IngestEvent]:
         collection, params, hierarchical, _ = self._options(request.options)
 
         async def work(report: Report) -> ingest_pb2.IngestResult:
@@ -162,7 +173,10 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         async for event in self._stream(work, ingest_pb2.IngestEvent):
             yield event
 
-    async def BatchIngest(self, request: ingest_pb2.BatchIngestRequest, context: aio.ServicerContext):
+    async def BatchIngest(
+        self, request: ingest_pb2.BatchIngestRequest,
+        context: aio.ServicerContext[ingest_pb2.BatchIngestRequest, ingest_pb2.BatchIngestEvent],
+    ) -> AsyncIterator[ingest_pb2.BatchIngestEvent]:
         collection, params, hierarchical, fmt = self._options(request.options)
         selection = BatchSelection(tuple(request.book_ids), request.author, request.title, request.language,
                                    request.limit)
@@ -191,7 +205,10 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
             else:
                 yield ingest_pb2.BatchIngestEvent(result=item)
 
-    async def SyncLibrary(self, request: ingest_pb2.SyncLibraryRequest, context: aio.ServicerContext):
+    async def SyncLibrary(
+        self, request: ingest_pb2.SyncLibraryRequest,
+        context: aio.ServicerContext[ingest_pb2.SyncLibraryRequest, ingest_pb2.SyncEvent],
+    ) -> AsyncIterator[ingest_pb2.SyncEvent]:
         collection, params, hierarchical, fmt = self._options(request.options)
         sync = SyncRequest(collection, params, hierarchical, fmt, request.dry_run, request.remove_deleted,
                            request.retry_failed)
@@ -202,7 +219,10 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         async for event in self._stream(work, ingest_pb2.SyncEvent):
             yield event
 
-    async def TestChunking(self, request: ingest_pb2.TestChunkingRequest, context: aio.ServicerContext):
+    async def TestChunking(
+        self, request: ingest_pb2.TestChunkingRequest,
+        context: aio.ServicerContext[ingest_pb2.TestChunkingRequest, ingest_pb2.TestChunkingEvent],
+    ) -> AsyncIterator[ingest_pb2.TestChunkingEvent]:
         params = validate_params(request.chunking.threshold, request.chunking.min_chunk_size,
                                  request.chunking.max_chunk_size)
 
@@ -226,7 +246,10 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         async for event in self._stream(work, ingest_pb2.TestChunkingEvent):
             yield event
 
-    async def CompareChunking(self, request: ingest_pb2.CompareChunkingRequest, context: aio.ServicerContext):
+    async def CompareChunking(
+        self, request: ingest_pb2.CompareChunkingRequest,
+        context: aio.ServicerContext[ingest_pb2.CompareChunkingRequest, ingest_pb2.CompareChunkingEvent],
+    ) -> AsyncIterator[ingest_pb2.CompareChunkingEvent]:
         validate_params(None, request.min_chunk_size, request.max_chunk_size)
 
         async def work(report: Report) -> ingest_pb2.CompareChunkingResult:
@@ -255,14 +278,20 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         async for event in self._stream(work, ingest_pb2.CompareChunkingEvent):
             yield event
 
-    async def BrowseLocal(self, request: ingest_pb2.BrowseLocalRequest, context: aio.ServicerContext):
+    async def BrowseLocal(
+        self, request: ingest_pb2.BrowseLocalRequest,
+        context: aio.ServicerContext[ingest_pb2.BrowseLocalRequest, ingest_pb2.BrowseLocalResponse],
+    ) -> ingest_pb2.BrowseLocalResponse:
         folder, files = await asyncio.to_thread(self.roots.browse, request.path or None, request.recursive)
         return ingest_pb2.BrowseLocalResponse(
             path=str(folder), count=len(files),
             files=[ingest_pb2.LocalFile(name=x.name, size_mb=x.size_mb, format=x.format, full_path=x.full_path)
                    for x in files])
 
-    async def RemoveBook(self, request: ingest_pb2.RemoveBookRequest, context: aio.ServicerContext):
+    async def RemoveBook(
+        self, request: ingest_pb2.RemoveBookRequest,
+        context: aio.ServicerContext[ingest_pb2.RemoveBookRequest, ingest_pb2.RemoveBookResponse],
+    ) -> ingest_pb2.RemoveBookResponse:
         collection = self._collection(request.collection)
         writer = BookWriter(self.store, collection)
         kind = request.WhichOneof("book")
@@ -312,7 +341,9 @@ def sync_result(outcome: SyncOutcome) -> ingest_pb2.SyncResult:
 def row_message(row: BatchRow) -> ingest_pb2.BatchIngestRow:
     return ingest_pb2.BatchIngestRow(
         id=row.book.id, title=row.book.title, author=row.book.author,
-        status=enum_number(ingest_pb2.BatchStatus.DESCRIPTOR, row.status), chunks=row.chunks, error=row.error,
+        # By name: the generated stubs type an enum field as the enum or its value's name, not a bare number.
+        status=ingest_pb2.BatchStatus.Name(enum_number(ingest_pb2.BatchStatus.DESCRIPTOR, row.status)),
+        chunks=row.chunks, error=row.error,
     )
 
 
