@@ -53,11 +53,14 @@ class Failure:
     stamp: FileStamp  # the file that failed; a different one is tried again
 
     def to_json(self) -> dict[str, str | int]:
+        """The failure as the failures file keeps it, its stamp in its one text form."""
         return {"book_id": self.book_id, "title": self.title, "reason": self.reason, "stamp": str(self.stamp)}
 
     @classmethod
     def from_json(cls, value: dict[str, str | int]) -> Failure:
-        return cls(int(value["book_id"]), str(value["title"]), str(value["reason"]), FileStamp.parse(str(value["stamp"])))
+        """The failure `to_json` wrote; KeyError or ValueError for anything else."""
+        return cls(int(value["book_id"]), str(value["title"]), str(value["reason"]),
+                   FileStamp.parse(str(value["stamp"])))
 
 
 @dataclass(frozen=True)
