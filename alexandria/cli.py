@@ -132,8 +132,10 @@ async def _sync(ingest: ServiceClient, request: ingest_pb2.SyncLibraryRequest) -
         for label, books in (("add", result.plan.add), ("change", result.plan.change), ("remove", result.plan.remove)):
             for book in books:
                 print(f"  {label:<7} {book.title}")
-    for book in result.plan.skip_failed:
+    for book in [*result.plan.skip_failed, *result.skipped]:
         print(f"  skipped {book.title}: {book.reason}")
+    for book in result.plan.no_file:
+        print(f"  no file {book.title}: {book.reason}")
     for book in result.failed:
         print(f"  failed  {book.title}: {book.reason}")
     print(result.summary)

@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from questions import DEFAULT_CORPUS, SPLITS, Question, book_file, contains_phrase, load_books, load_questions
 
+from alexandria.book_identity import FileVersion, local_book_key
 from alexandria.clients import EmbedderClient
 from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
 from alexandria.logs import configure_logging
@@ -58,7 +59,7 @@ from services.embedder import server as embedder_server
 from services.embedder.loading import DEFAULT_MODEL_PACKAGE
 from services.ingest.documents import ChunkingParams
 from services.ingest.extract import extract_book
-from services.ingest.pipeline import BookFile, BookIngestor, content_key
+from services.ingest.pipeline import BookIngestor, BookToIngest
 from services.ingest.segment import segment
 from services.query.search import (
     Passage,
@@ -156,11 +157,12 @@ async def ingest_corpus(
         log.info("ingested %s in %.1f s", path.name, time.perf_counter() - started)
 
 
-def local_book_file(path: Path) -> BookFile:
+def local_book_file(path: Path) -> BookToIngest:
     """A corpus file as the ingest service reads a local file: its metadata from the file itself."""
     extracted = extract_book(path)
-    return BookFile(path, extracted.format, content_key(path), extracted.title, extracted.authors,
-                    extracted.language, None, extracted)
+    version = FileVersion.read(path, extracted.format)
+    return BookToIngest(path, version, local_book_key(version.sha256), extracted.title, extracted.authors,
+                        extracted.language, None, extracted)
 
 
 @dataclass(frozen=True)

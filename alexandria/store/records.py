@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from alexandria.book_identity import FileVersion
 from alexandria.errors import FailedPrecondition
 from alexandria.store import schema as f
 from alexandria.store.model import CollectionInfo, Filter, Store
@@ -24,7 +25,7 @@ def _optional_int(value: Any) -> int | None:
 class BookRecord:
     """What every point of a book says about the book."""
 
-    book_key: str  # Calibre uuid, or sha256 of a local file's bytes
+    book_key: str  # Calibre uuid, or a local file's `local_book_key`
     title: str
     author: str  # authors joined with " & "
     authors: tuple[str, ...] = ()
@@ -38,7 +39,7 @@ class BookRecord:
     ingested_at: str = ""  # ISO 8601 UTC
     complete: bool = False  # written false; flipped to true once every point of the book is in
     version: int = 0  # when this version was ingested (ns): a re-ingest writes the book anew beside the old one
-    source: str = ""  # the file it was read from: "<format>:<size>:<mtime_ns>:<sha256>" ("" when not known)
+    file_version: FileVersion | None = None  # the version of the file it was read from (None: not known)
 
     def to_payload(self) -> dict[str, Any]:
         payload = {
@@ -49,8 +50,8 @@ class BookRecord:
         }
         if self.calibre_id is not None:
             payload[f.CALIBRE_ID] = self.calibre_id
-        if self.source:
-            payload[f.SOURCE] = source_value(self.book_key, self.source)
+        if self.file_version is not None:
+            payload[f.SOURCE] = self.file_version.to_stored(self.book_key)
         return payload
 
     @classmethod
@@ -70,7 +71,7 @@ class BookRecord:
             ingested_at=str(payload.get(f.INGESTED_AT, "")),
             complete=payload.get(f.COMPLETE) is True,
             version=int(payload.get(f.VERSION, 0)),
-            source=str(payload.get(f.SOURCE, "")).partition("|")[2],
+            file_version=FileVersion.parse_stored(str(payload[f.SOURCE]))[1] if f.SOURCE in payload else None,
         )
 
 
@@ -166,16 +167,12 @@ def complete_books(store: Store, collection: str, **must: Any) -> dict[str, int]
     return store.facet_counts(collection, f.BOOK_KEY, complete(**must))
 
 
-def source_value(book_key: str, source: str) -> str:
-    """The stored form of a book version's source: one keyword holds both, so one facet lists them all."""
-    return f"{book_key}|{source}"
-
-
-def complete_sources(store: Store, collection: str) -> dict[str, str]:
-    """Book key -> the source of the version held whole (books ingested before sources were kept: "")."""
-    sources = {key: "" for key in complete_books(store, collection)}
+def complete_file_versions(store: Store, collection: str) -> dict[str, FileVersion | None]:
+    """Book key -> the version of the file each book held whole was read from (None for books ingested
+    before file versions were kept)."""
+    versions: dict[str, FileVersion | None] = dict.fromkeys(complete_books(store, collection))
     for value in store.facet_counts(collection, f.SOURCE, complete()):
-        key, _, source = str(value).partition("|")
-        if key in sources:
-            sources[key] = source
-    return sources
+        key, version = FileVersion.parse_stored(str(value))
+        if key in versions:
+            versions[key] = version
+    return versions

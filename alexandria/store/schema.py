@@ -17,13 +17,13 @@ class Level(StrEnum):
 
 
 # identity
-BOOK_KEY = "book_key"          # Calibre book uuid, or sha256 of a local file's bytes
+BOOK_KEY = "book_key"          # Calibre book uuid, or a local file's local_book_key (book_identity.py)
 CALIBRE_ID = "calibre_id"      # int, Calibre books only
 FILE_PATH = "file_path"
 FORMAT = "format"              # "EPUB", "PDF", "TXT", "MD", "HTML"
 COMPLETE = "complete"          # bool: the whole book is written
 VERSION = "version"            # int: when this version of the book was ingested (ns); a re-ingest writes a newer one
-SOURCE = "source"              # "<book_key>|<format>:<size>:<mtime_ns>:<sha256>": the file this version was read from
+SOURCE = "source"              # the file this version was read from, as FileVersion.to_stored writes it
 
 # book metadata
 BOOK_TITLE = "book_title"

@@ -228,7 +228,7 @@ class ListLibraryFilesRequest(_message.Message):
     def __init__(self, format_preference: _Optional[str] = ...) -> None: ...
 
 class LibraryFile(_message.Message):
-    __slots__ = ("book_id", "uuid", "title", "author", "format", "file_path", "size_bytes", "mtime_ns")
+    __slots__ = ("book_id", "uuid", "title", "author", "format", "file_path", "size_bytes", "mtime_ns", "authors", "language")
     BOOK_ID_FIELD_NUMBER: _ClassVar[int]
     UUID_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
@@ -237,6 +237,8 @@ class LibraryFile(_message.Message):
     FILE_PATH_FIELD_NUMBER: _ClassVar[int]
     SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
     MTIME_NS_FIELD_NUMBER: _ClassVar[int]
+    AUTHORS_FIELD_NUMBER: _ClassVar[int]
+    LANGUAGE_FIELD_NUMBER: _ClassVar[int]
     book_id: int
     uuid: str
     title: str
@@ -245,7 +247,9 @@ class LibraryFile(_message.Message):
     file_path: str
     size_bytes: int
     mtime_ns: int
-    def __init__(self, book_id: _Optional[int] = ..., uuid: _Optional[str] = ..., title: _Optional[str] = ..., author: _Optional[str] = ..., format: _Optional[str] = ..., file_path: _Optional[str] = ..., size_bytes: _Optional[int] = ..., mtime_ns: _Optional[int] = ...) -> None: ...
+    authors: _containers.RepeatedScalarFieldContainer[str]
+    language: str
+    def __init__(self, book_id: _Optional[int] = ..., uuid: _Optional[str] = ..., title: _Optional[str] = ..., author: _Optional[str] = ..., format: _Optional[str] = ..., file_path: _Optional[str] = ..., size_bytes: _Optional[int] = ..., mtime_ns: _Optional[int] = ..., authors: _Optional[_Iterable[str]] = ..., language: _Optional[str] = ...) -> None: ...
 
 class ListLibraryFilesResponse(_message.Message):
     __slots__ = ("books", "stale_reason")

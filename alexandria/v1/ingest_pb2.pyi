@@ -424,21 +424,23 @@ class SyncBook(_message.Message):
     def __init__(self, book_id: _Optional[int] = ..., title: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class SyncPlan(_message.Message):
-    __slots__ = ("add", "remove", "skip_failed", "unchanged", "change")
+    __slots__ = ("add", "remove", "skip_failed", "unchanged", "change", "no_file")
     ADD_FIELD_NUMBER: _ClassVar[int]
     REMOVE_FIELD_NUMBER: _ClassVar[int]
     SKIP_FAILED_FIELD_NUMBER: _ClassVar[int]
     UNCHANGED_FIELD_NUMBER: _ClassVar[int]
     CHANGE_FIELD_NUMBER: _ClassVar[int]
+    NO_FILE_FIELD_NUMBER: _ClassVar[int]
     add: _containers.RepeatedCompositeFieldContainer[SyncBook]
     remove: _containers.RepeatedCompositeFieldContainer[SyncBook]
     skip_failed: _containers.RepeatedCompositeFieldContainer[SyncBook]
     unchanged: int
     change: _containers.RepeatedCompositeFieldContainer[SyncBook]
-    def __init__(self, add: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., remove: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., skip_failed: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., unchanged: _Optional[int] = ..., change: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ...) -> None: ...
+    no_file: _containers.RepeatedCompositeFieldContainer[SyncBook]
+    def __init__(self, add: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., remove: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., skip_failed: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., unchanged: _Optional[int] = ..., change: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., no_file: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ...) -> None: ...
 
 class SyncResult(_message.Message):
-    __slots__ = ("plan", "dry_run", "added", "removed", "failed", "summary", "seconds", "replaced")
+    __slots__ = ("plan", "dry_run", "added", "removed", "failed", "summary", "seconds", "replaced", "skipped")
     PLAN_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
     ADDED_FIELD_NUMBER: _ClassVar[int]
@@ -447,6 +449,7 @@ class SyncResult(_message.Message):
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     SECONDS_FIELD_NUMBER: _ClassVar[int]
     REPLACED_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
     plan: SyncPlan
     dry_run: bool
     added: int
@@ -455,7 +458,8 @@ class SyncResult(_message.Message):
     summary: str
     seconds: float
     replaced: int
-    def __init__(self, plan: _Optional[_Union[SyncPlan, _Mapping]] = ..., dry_run: _Optional[bool] = ..., added: _Optional[int] = ..., removed: _Optional[int] = ..., failed: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., summary: _Optional[str] = ..., seconds: _Optional[float] = ..., replaced: _Optional[int] = ...) -> None: ...
+    skipped: _containers.RepeatedCompositeFieldContainer[SyncBook]
+    def __init__(self, plan: _Optional[_Union[SyncPlan, _Mapping]] = ..., dry_run: _Optional[bool] = ..., added: _Optional[int] = ..., removed: _Optional[int] = ..., failed: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., summary: _Optional[str] = ..., seconds: _Optional[float] = ..., replaced: _Optional[int] = ..., skipped: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ...) -> None: ...
 
 class SyncEvent(_message.Message):
     __slots__ = ("progress", "result")

@@ -205,7 +205,7 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
             catalog_pb2.LibraryFile(
                 book_id=f.book.id, uuid=f.book.uuid, title=f.book.title, author=f.book.author,
                 format=f.file.format if f.file else "", file_path=str(f.file.path) if f.file else "",
-                size_bytes=f.size_bytes, mtime_ns=f.mtime_ns,
+                size_bytes=f.size_bytes, mtime_ns=f.mtime_ns, authors=f.book.authors, language=f.book.language,
             )
             for f in listed
         ])

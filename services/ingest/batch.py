@@ -55,7 +55,8 @@ class BatchRow:
 
 @dataclass(frozen=True)
 class BatchSelection:
-    """Which books: these ids, else a catalog search by author, title and language; at most `limit`."""
+    """Which books: these ids (every one of them), else a catalog search by author, title and language for
+    at most `limit` books."""
 
     book_ids: tuple[int, ...] = ()
     author: str = ""
@@ -65,9 +66,15 @@ class BatchSelection:
 
 
 async def select_books(selection: BatchSelection, catalog: ServiceClient) -> list[BatchBook]:
-    limit = BATCH_LIMIT.clamp(selection.limit)
+    """The books of a batch. Ids given are all ingested, never cut to `limit` (a caller who named eleven
+    books wants eleven); more than the contract's bound are refused, naming it."""
     if selection.book_ids:
-        return [BatchBook(book_id, f"book {book_id}") for book_id in list(dict.fromkeys(selection.book_ids))[:limit]]
+        book_ids = list(dict.fromkeys(selection.book_ids))
+        if len(book_ids) > BATCH_LIMIT.high:
+            raise InvalidArgument(f"A batch takes at most {BATCH_LIMIT.high} book ids, got {len(book_ids)}; "
+                                  "split them into several batches.")
+        return [BatchBook(book_id, f"book {book_id}") for book_id in book_ids]
+    limit = BATCH_LIMIT.clamp(selection.limit)
     if not (selection.author or selection.title or selection.language):
         raise InvalidArgument("Say which books to ingest: book_ids, or an author, title or language to search by.")
     found = await catalog.call("SearchBooks", catalog_pb2.SearchBooksRequest(
@@ -82,7 +89,7 @@ Resolve = Callable[[BatchBook], Awaitable[tuple[BatchBook, S]]]
 Ingest = Callable[[S, Report], Awaitable[int]]
 
 
-async def ingest_batch(books: list[BatchBook], resolve: Resolve, ingest: Ingest, report: Report,
+async def ingest_batch(books: list[BatchBook], resolve: Resolve[S], ingest: Ingest[S], report: Report,
                        on_row: Callable[[BatchRow], None], stage: str = "batch") -> list[BatchRow]:
     """Each book in turn; one that fails is recorded as failed (or skipped, when already in) and the batch
     goes on. `on_row` hears of each book as soon as it is done; progress is reported as `stage`."""
@@ -99,7 +106,7 @@ async def ingest_batch(books: list[BatchBook], resolve: Resolve, ingest: Ingest,
     return rows
 
 
-async def _one(book: BatchBook, resolve: Resolve, ingest: Ingest, report: Report) -> BatchRow:
+async def _one(book: BatchBook, resolve: Resolve[S], ingest: Ingest[S], report: Report) -> BatchRow:
     named = book
     try:
         named, source = await resolve(book)

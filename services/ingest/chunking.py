@@ -66,10 +66,11 @@ def validate_params(
 ) -> ChunkingParams:
     """Chunking parameters with defaults for unset (None or 0) values, or InvalidArgument naming the bad one
     (the bounds are the contract's, alexandria.contract)."""
+    defaults = ChunkingParams()
     params = ChunkingParams(
-        threshold if threshold else CHUNK_THRESHOLD.default,
-        min_chunk_size if min_chunk_size else MIN_CHUNK_SIZE.default,
-        max_chunk_size if max_chunk_size else MAX_CHUNK_SIZE.default,
+        threshold or defaults.threshold,
+        min_chunk_size or defaults.min_chunk_size,
+        max_chunk_size or defaults.max_chunk_size,
     )
     CHUNK_THRESHOLD.check(params.threshold, "it is the cosine similarity below which a chunk may end")
     MIN_CHUNK_SIZE.check(params.min_chunk_size)

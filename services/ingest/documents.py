@@ -123,8 +123,8 @@ class ChunkingParams:
     """Semantic chunking parameters: a cosine similarity and two sizes in words."""
 
     threshold: float = CHUNK_THRESHOLD.default
-    min_chunk_size: int = MIN_CHUNK_SIZE.default
-    max_chunk_size: int = MAX_CHUNK_SIZE.default
+    min_chunk_size: int = int(MIN_CHUNK_SIZE.default)
+    max_chunk_size: int = int(MAX_CHUNK_SIZE.default)
 
 
 class BreakKind(StrEnum):

@@ -16,7 +16,6 @@ ingested. The model lives in the embedder service: this module only sends it tex
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -26,22 +25,18 @@ from pathlib import Path
 
 import numpy as np
 
+from alexandria.book_identity import FileVersion
 from alexandria.clients import EmbedderClient
 from alexandria.errors import AlreadyExists, InvalidArgument
 from alexandria.languages import language_code
 from alexandria.progress import progress_bar
-from alexandria.store import Store, StoredPoint
-from alexandria.store import schema as f
-from alexandria.store.lexical import encode_document
-from alexandria.store.records import BookRecord, ChunkRecord
+from alexandria.store import Store
+from alexandria.store.records import BookRecord
 from services.ingest.chunking import chunk_book, compare_thresholds, sample_chunks, validate_params
 from services.ingest.documents import (
-    Chunk,
-    ChunkedBook,
     ChunkingParams,
     ChunkingPreview,
     ExtractedBook,
-    ParentChunk,
     Sentence,
     ThresholdReport,
 )
@@ -49,7 +44,7 @@ from services.ingest.extract import extract_book
 from services.ingest.extract.ocr import NO_OPTIONS, OcrOptions
 from services.ingest.progress import Report
 from services.ingest.segment import segment, sentence_texts
-from services.ingest.writer import BookWriter, point_id
+from services.ingest.writer import BookWriter, build_points
 
 log = logging.getLogger(__name__)
 
@@ -60,56 +55,25 @@ BYTES_PER_MB = 1024 * 1024
 
 
 @dataclass(frozen=True)
-class BookFile:
-    """A book to ingest: its file and what is known of it before reading it."""
+class BookToIngest:
+    """A book to ingest: its file, the version of the file read, and what is known of it before reading it."""
 
     path: Path
-    format: str
+    file_version: FileVersion
     book_key: str
     title: str | None = None
     authors: tuple[str, ...] = ()
     language: str | None = None
     calibre_id: int | None = None
     extracted: ExtractedBook | None = None  # already read (local files are read once for their metadata)
-    source: str = ""  # which version of the file: "<format>:<size>:<mtime_ns>:<sha256>" (see file_source)
+
+    @property
+    def format(self) -> str:
+        return self.file_version.stamp.format
 
     @property
     def size_mb(self) -> float:
-        return round(self.path.stat().st_size / BYTES_PER_MB, 2)
-
-
-def content_hash(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        while block := file.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def content_key(path: Path) -> str:
-    """A local file's book key: the sha256 of its bytes, so renaming or moving it changes nothing."""
-    return f"sha256:{content_hash(path)}"
-
-
-def stamp(fmt: str, size: int, mtime_ns: int) -> str:
-    """What says cheaply whether a book's file changed: "<format>:<size>:<mtime_ns>"."""
-    return f"{fmt}:{size}:{mtime_ns}"
-
-
-def file_stamp(fmt: str, path: Path) -> str:
-    status = path.stat()
-    return stamp(fmt, status.st_size, status.st_mtime_ns)
-
-
-def file_source(fmt: str, path: Path) -> str:
-    """A version of a book's file: its stamp and, to be sure when the stamp changed, its content hash."""
-    return f"{file_stamp(fmt, path)}:{content_hash(path)}"
-
-
-def split_source(source: str) -> tuple[str, str]:
-    """(stamp, content hash) of a source made by `file_source`."""
-    stamp_part, _, digest = source.rpartition(":")
-    return stamp_part, digest
+        return round(self.file_version.stamp.size / BYTES_PER_MB, 2)
 
 
 @dataclass(frozen=True)
@@ -182,11 +146,13 @@ class BookIngestor:
             return np.zeros((0, 0), dtype=np.float32), 0
         return np.concatenate(parts), truncated
 
-    async def prepare(self, source: BookFile, report: Report) -> PreparedBook:
+    async def prepare(self, source: BookToIngest, report: Report) -> PreparedBook:
         """Extract, segment and embed the sentences once: what chunking at any threshold needs."""
         report("extract", 0, 1, f"reading {source.path.name}")
         ocr = ocr_options(report, source.language, self.ocr_max_pages)
-        book = source.extracted or await asyncio.to_thread(extract_book, source.path, source.format, ocr)
+        book = source.extracted
+        if book is None:
+            book = await asyncio.to_thread(extract_book, source.path, source.format, ocr)
         sentences = await asyncio.to_thread(segment, book)
         report("extract", 1, 1, f"{len(book.chapters)} chapters, {len(sentences):,} sentences")
         if not sentences:
@@ -199,19 +165,19 @@ class BookIngestor:
         cosines = np.einsum("ij,ij->i", vectors[:-1], vectors[1:]) if len(vectors) > 1 else np.zeros(0)
         return PreparedBook(book, sentences, vectors, above_floor(cosines, floor).astype(np.float32))
 
-    async def preview(self, source: BookFile, params: ChunkingParams, report: Report) -> tuple[PreparedBook, ChunkingPreview]:
+    async def preview(self, source: BookToIngest, params: ChunkingParams, report: Report) -> tuple[PreparedBook, ChunkingPreview]:
         prepared = await self.prepare(source, report)
         chunked = chunk_book(prepared.book, prepared.sentences, prepared.similarities, params, hierarchical=True)
         return prepared, sample_chunks(chunked)
 
-    async def compare(self, source: BookFile, min_size: int, max_size: int, report: Report) -> tuple[PreparedBook, ThresholdReport]:
+    async def compare(self, source: BookToIngest, min_size: int, max_size: int, report: Report) -> tuple[PreparedBook, ThresholdReport]:
         validate_params(None, min_size, max_size)
         prepared = await self.prepare(source, report)
         return prepared, compare_thresholds(prepared.sentences, prepared.similarities, min_size or None, max_size or None)
 
     async def ingest(
         self,
-        source: BookFile,
+        source: BookToIngest,
         collection: str,
         params: ChunkingParams,
         hierarchical: bool,
@@ -266,11 +232,18 @@ class BookIngestor:
                 f"🧠 Embedded {len(prepared.sentences):,} sentences and {len(chunked.parents)} chapter openings "
                 f"with {model.name} on {model.device}"
             )
-            version = time.time_ns()
-            points = build_points(source, outcome, chunked, prepared.vectors, parent_vectors, model.name,
-                                  model.dimension, version)
+            book = BookRecord(
+                book_key=source.book_key, title=outcome.title, author=outcome.author, authors=source.authors,
+                language=outcome.language, file_path=str(source.path), format=source.format,
+                calibre_id=source.calibre_id, model=model.name, dimension=model.dimension,
+                chunking={"threshold": params.threshold, "min_chunk_size": params.min_chunk_size,
+                          "max_chunk_size": params.max_chunk_size, "hierarchical": hierarchical},
+                ingested_at=datetime.now(UTC).isoformat(timespec="seconds"), version=time.time_ns(),
+                file_version=source.file_version,
+            )
+            points = build_points(book, chunked, prepared.vectors, parent_vectors)
             report("write", 0, len(points), f"writing {len(points):,} points")
-            await asyncio.to_thread(writer.write, source.book_key, version, points)
+            await asyncio.to_thread(writer.write, book.book_key, book.version, points)
             report("write", len(points), len(points), f"wrote {len(points):,} points")
             outcome.steps.append(f"💾 Wrote {len(points):,} points to '{collection}'")
             outcome.steps.append("✅ Successfully ingested!")
@@ -286,49 +259,3 @@ def above_floor(cosines: np.ndarray, floor: float) -> np.ndarray:
     1, so that a chunking threshold means the same for every model: e5 models give any two sentences
     0.75 or more, and a plain 0.55 would never break a chunk (measured: 700-word median chunks)."""
     return (cosines - floor) / (1.0 - floor)
-
-
-def build_points(
-    source: BookFile,
-    outcome: IngestOutcome,
-    chunked: ChunkedBook,
-    sentence_vectors: np.ndarray,
-    parent_vectors: np.ndarray,
-    model: str,
-    dimension: int,
-    version: int,
-) -> list[StoredPoint]:
-    """Every point of one version of a book, children first then parents, all written with `complete` false."""
-    params = chunked.params
-    book = BookRecord(
-        book_key=source.book_key, title=outcome.title, author=outcome.author, authors=source.authors,
-        language=outcome.language, file_path=str(source.path), format=source.format, calibre_id=source.calibre_id,
-        model=model, dimension=dimension,
-        chunking={"threshold": params.threshold, "min_chunk_size": params.min_chunk_size,
-                  "max_chunk_size": params.max_chunk_size, "hierarchical": chunked.hierarchical},
-        ingested_at=datetime.now(UTC).isoformat(timespec="seconds"), version=version, source=source.source,
-    )
-    parent_ids = [point_id(source.book_key, version, f.Level.PARENT, n) for n in range(len(chunked.parents))]
-    points = []
-    for n, chunk in enumerate(chunked.chunks):
-        record = _record(book, chunk, chunk.level, chunk.sibling_count, sequence_index=chunk.sequence_index,
-                         parent_id=None if chunk.parent_index is None else parent_ids[chunk.parent_index])
-        sentences = sentence_vectors[chunk.first_sentence : chunk.end_sentence]
-        centroid = sentences.mean(axis=0)
-        points.append(StoredPoint(point_id(source.book_key, version, str(chunk.level), n), centroid / np.linalg.norm(centroid),
-                                  encode_document(chunk.text), record.to_payload(), sentences))
-    for n, parent in enumerate(chunked.parents):
-        record = _record(book, parent, f.Level.PARENT, parent.child_count)
-        points.append(StoredPoint(parent_ids[n], parent_vectors[n], encode_document(parent.text), record.to_payload()))
-    return points
-
-
-def _record(book: BookRecord, chunk: Chunk | ParentChunk, level: f.Level, sibling_count: int,
-            sequence_index: int = 0, parent_id: str | None = None) -> ChunkRecord:
-    locator = chunk.locator
-    return ChunkRecord(
-        book=book, level=level, text=chunk.text, chapter_title=locator.chapter_title,
-        chapter_index=locator.chapter_index, position=locator.position, word_count=chunk.word_count,
-        sibling_count=sibling_count, sequence_index=sequence_index, parent_id=parent_id,
-        page_start=locator.page_start, page_end=locator.page_end, text_source=locator.text_source,
-    )

@@ -15,11 +15,9 @@ from alexandria.v1 import common_pb2
 T = TypeVar("T")
 Report = Callable[[str, int, int, str], None]
 
-_DONE = object()
-
 
 async def run_with_progress(work: Callable[[Report], Awaitable[T]]) -> AsyncIterator[common_pb2.Progress | T]:
-    queue: asyncio.Queue = asyncio.Queue()
+    queue: asyncio.Queue[common_pb2.Progress | None] = asyncio.Queue()  # None: the work is done
 
     def report(stage: str, done: int, total: int, message: str = "") -> None:
         queue.put_nowait(common_pb2.Progress(stage=stage, done=done, total=total, message=message))
@@ -28,11 +26,11 @@ async def run_with_progress(work: Callable[[Report], Awaitable[T]]) -> AsyncIter
         try:
             return await work(report)
         finally:
-            queue.put_nowait(_DONE)
+            queue.put_nowait(None)
 
     task = asyncio.ensure_future(run())
     try:
-        while (item := await queue.get()) is not _DONE:
+        while (item := await queue.get()) is not None:
             yield item
         yield task.result()
     finally:

@@ -105,7 +105,7 @@ def _bounded(text: str, start: int, end: int) -> list[tuple[int, int]]:
         return [(start, end)]
     pieces = math.ceil(len(words) / MAX_SENTENCE_WORDS)
     size = len(words) / pieces
-    cuts = []  # index of the first word of each window after the first
+    cuts: list[int] = []  # index of the first word of each window after the first
     for k in range(1, pieces):
         even = round(k * size)
         low = max(

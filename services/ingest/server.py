@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 
+from google.protobuf.message import Message
 from grpc import aio
 
 from alexandria.clients import EmbedderClient, ServiceClient
@@ -23,6 +25,7 @@ from alexandria.store import Filter, Store, open_store
 from alexandria.store import schema as f
 from alexandria.store.model import check_collection_name
 from alexandria.v1 import catalog_pb2_grpc, common_pb2, ingest_pb2, ingest_pb2_grpc
+from alexandria.v1.catalog_pb2 import LibraryFile
 from services.ingest.batch import (
     BatchBook,
     BatchRow,
@@ -36,13 +39,14 @@ from services.ingest.batch import (
 from services.ingest.chunking import validate_params
 from services.ingest.documents import ChunkingParams, ChunkLocator
 from services.ingest.local_files import LocalRoots
-from services.ingest.pipeline import BookFile, BookIngestor, IngestOutcome, ocr_options
+from services.ingest.pipeline import BookIngestor, BookToIngest, IngestOutcome, ocr_options
 from services.ingest.progress import Report, run_with_progress
 from services.ingest.sources import BookSources
-from services.ingest.sync import LibrarySync, SyncOutcome, SyncRequest
+from services.ingest.sync import NO_FILE, LibrarySync, SyncOutcome, SyncRequest
 from services.ingest.writer import BookWriter
 
 log = logging.getLogger(__name__)
+E = TypeVar("E", bound=Message)  # a streaming call's event message
 
 FORMATS = {"": "EPUB", "EPUB": "EPUB", "PDF": "PDF"}
 def format_preference(value: str) -> str:
@@ -80,7 +84,7 @@ class IndexMaintainer:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._pending: set[str] = set()
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
 
     def request(self, collection: str) -> None:
         self._pending.add(collection)
@@ -109,7 +113,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         self.roots = LocalRoots.from_settings(settings)
         self.sources = BookSources(catalog, self.roots)
         self.ingestor = BookIngestor(store, embedder, indexer.request, settings.ingest_ocr_max_pages)
-        self.sync = LibrarySync(catalog, self.sources, self.ingestor, settings.store.alexandria_data_dir / "sync")
+        self.sync = LibrarySync(catalog, self.ingestor, settings.store.alexandria_data_dir / "sync")
 
     def _collection(self, name: str) -> str:
         return check_collection_name(name.strip() or self.settings.store.qdrant_collection)
@@ -120,7 +124,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         hierarchical = options.hierarchical if options.HasField("hierarchical") else True
         return self._collection(options.collection), params, hierarchical, format_preference(options.format_preference)
 
-    async def _source(self, source: ingest_pb2.BookSource, report: Report) -> BookFile:
+    async def _source(self, source: ingest_pb2.BookSource, report: Report) -> BookToIngest:
         kind = source.WhichOneof("source")
         if kind == "book_id":
             return await self.sources.calibre(source.book_id, format_preference(source.format_preference))
@@ -130,11 +134,16 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         raise InvalidArgument("Give a book: either book_id (a Calibre id) or file_path (a local file).")
 
     @staticmethod
-    async def _stream(work: Callable[[Report], Awaitable], wrap: Callable) -> AsyncIterator:
+    async def _stream(work: Callable[[Report], Awaitable[Message]], wrap: Callable[..., E]) -> AsyncIterator[E]:
+        """The events of a streaming call: `work`'s progress, then its result, each wrapped in the call's event
+        message (`wrap(progress=...)` or `wrap(result=...)`)."""
         async for item in run_with_progress(work):
             yield wrap(progress=item) if isinstance(item, common_pb2.Progress) else wrap(result=item)
 
-    async def IngestBook(self, request: ingest_pb2.IngestBookRequest, context: aio.ServicerContext):
+    async def IngestBook(
+        self, request: ingest_pb2.IngestBookRequest,
+        context: aio.ServicerContext[ingest_pb2.IngestBookRequest, ingest_pb2.IngestEvent],
+    ) -> AsyncIterator[ingest_pb2.IngestEvent]:
         collection, params, hierarchical, fmt = self._options(request.options)
 
         async def work(report: Report) -> ingest_pb2.IngestResult:
@@ -144,7 +153,10 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         async for event in self._stream(work, ingest_pb2.IngestEvent):
             yield event
 
-    async def IngestFile(self, request: ingest_pb2.IngestFileRequest, context: aio.ServicerContext):
+    async def IngestFile(
+        self, request: ingest_pb2.IngestFileRequest,
+        context: aio.ServicerContext[ingest_pb2.IngestFileRequest, ingest_pb2.IngestEvent],
+    ) -> AsyncIterator[ingest_pb2.IngestEvent]:
         collection, params, hierarchical, _ = self._options(request.options)
 
         async def work(report: Report) -> ingest_pb2.IngestResult:
@@ -161,16 +173,19 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         async for event in self._stream(work, ingest_pb2.IngestEvent):
             yield event
 
-    async def BatchIngest(self, request: ingest_pb2.BatchIngestRequest, context: aio.ServicerContext):
+    async def BatchIngest(
+        self, request: ingest_pb2.BatchIngestRequest,
+        context: aio.ServicerContext[ingest_pb2.BatchIngestRequest, ingest_pb2.BatchIngestEvent],
+    ) -> AsyncIterator[ingest_pb2.BatchIngestEvent]:
         collection, params, hierarchical, fmt = self._options(request.options)
         selection = BatchSelection(tuple(request.book_ids), request.author, request.title, request.language,
                                    request.limit)
         finished: asyncio.Queue[BatchRow] = asyncio.Queue()
 
-        async def resolve(book: BatchBook) -> tuple[BatchBook, BookFile]:
+        async def resolve(book: BatchBook) -> tuple[BatchBook, BookToIngest]:
             return await self.sources.resolve_for_batch(book, fmt)
 
-        async def ingest(source: BookFile, report: Report) -> int:
+        async def ingest(source: BookToIngest, report: Report) -> int:
             return (await self.ingestor.ingest(source, collection, params, hierarchical, report)).chunks
 
         async def work(report: Report) -> ingest_pb2.BatchIngestResult:
@@ -190,7 +205,10 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
             else:
                 yield ingest_pb2.BatchIngestEvent(result=item)
 
-    async def SyncLibrary(self, request: ingest_pb2.SyncLibraryRequest, context: aio.ServicerContext):
+    async def SyncLibrary(
+        self, request: ingest_pb2.SyncLibraryRequest,
+        context: aio.ServicerContext[ingest_pb2.SyncLibraryRequest, ingest_pb2.SyncEvent],
+    ) -> AsyncIterator[ingest_pb2.SyncEvent]:
         collection, params, hierarchical, fmt = self._options(request.options)
         sync = SyncRequest(collection, params, hierarchical, fmt, request.dry_run, request.remove_deleted,
                            request.retry_failed)
@@ -201,7 +219,10 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         async for event in self._stream(work, ingest_pb2.SyncEvent):
             yield event
 
-    async def TestChunking(self, request: ingest_pb2.TestChunkingRequest, context: aio.ServicerContext):
+    async def TestChunking(
+        self, request: ingest_pb2.TestChunkingRequest,
+        context: aio.ServicerContext[ingest_pb2.TestChunkingRequest, ingest_pb2.TestChunkingEvent],
+    ) -> AsyncIterator[ingest_pb2.TestChunkingEvent]:
         params = validate_params(request.chunking.threshold, request.chunking.min_chunk_size,
                                  request.chunking.max_chunk_size)
 
@@ -225,7 +246,10 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         async for event in self._stream(work, ingest_pb2.TestChunkingEvent):
             yield event
 
-    async def CompareChunking(self, request: ingest_pb2.CompareChunkingRequest, context: aio.ServicerContext):
+    async def CompareChunking(
+        self, request: ingest_pb2.CompareChunkingRequest,
+        context: aio.ServicerContext[ingest_pb2.CompareChunkingRequest, ingest_pb2.CompareChunkingEvent],
+    ) -> AsyncIterator[ingest_pb2.CompareChunkingEvent]:
         validate_params(None, request.min_chunk_size, request.max_chunk_size)
 
         async def work(report: Report) -> ingest_pb2.CompareChunkingResult:
@@ -254,14 +278,20 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         async for event in self._stream(work, ingest_pb2.CompareChunkingEvent):
             yield event
 
-    async def BrowseLocal(self, request: ingest_pb2.BrowseLocalRequest, context: aio.ServicerContext):
+    async def BrowseLocal(
+        self, request: ingest_pb2.BrowseLocalRequest,
+        context: aio.ServicerContext[ingest_pb2.BrowseLocalRequest, ingest_pb2.BrowseLocalResponse],
+    ) -> ingest_pb2.BrowseLocalResponse:
         folder, files = await asyncio.to_thread(self.roots.browse, request.path or None, request.recursive)
         return ingest_pb2.BrowseLocalResponse(
             path=str(folder), count=len(files),
             files=[ingest_pb2.LocalFile(name=x.name, size_mb=x.size_mb, format=x.format, full_path=x.full_path)
                    for x in files])
 
-    async def RemoveBook(self, request: ingest_pb2.RemoveBookRequest, context: aio.ServicerContext):
+    async def RemoveBook(
+        self, request: ingest_pb2.RemoveBookRequest,
+        context: aio.ServicerContext[ingest_pb2.RemoveBookRequest, ingest_pb2.RemoveBookResponse],
+    ) -> ingest_pb2.RemoveBookResponse:
         collection = self._collection(request.collection)
         writer = BookWriter(self.store, collection)
         kind = request.WhichOneof("book")
@@ -277,27 +307,33 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
                                              book_key=removed.book_key, chunks_removed=removed.points,
                                              collection=collection)
 
+def sync_book(book: LibraryFile, reason: str = "") -> ingest_pb2.SyncBook:
+    return ingest_pb2.SyncBook(book_id=book.book_id, title=book.title, reason=reason)
+
+
 def sync_result(outcome: SyncOutcome) -> ingest_pb2.SyncResult:
     plan = outcome.plan
     plan_message = ingest_pb2.SyncPlan(
-        add=[ingest_pb2.SyncBook(book_id=b.book_id, title=b.title) for b in plan.add],
-        change=[ingest_pb2.SyncBook(book_id=b.book_id, title=b.title) for b in plan.change],
+        add=[sync_book(b) for b in plan.add],
+        change=[sync_book(b) for b in plan.change],
         remove=[ingest_pb2.SyncBook(title=outcome.removing[key]) for key in plan.remove],
-        skip_failed=[ingest_pb2.SyncBook(book_id=s.book.book_id, title=s.book.title, reason=s.reason) for s in plan.skip],
+        skip_failed=[sync_book(s.book, s.reason) for s in plan.failed_before],
+        no_file=[sync_book(b, NO_FILE) for b in plan.no_file],
         unchanged=plan.unchanged,
     )
-    failed = outcome.failed
+    failed, skipped = outcome.failed, outcome.skipped
     if outcome.dry_run:
-        summary_line = (f"🔎 Sync plan: {len(plan.add)} to add, {len(plan.change)} changed, {len(plan.remove)} to "
-                        f"remove, {len(plan.skip)} skipped, {plan.unchanged} unchanged; nothing was changed.")
+        summary_line = f"🔎 Sync plan: {plan.counts()}; nothing was changed."
     else:
         summary_line = (f"🔄 Sync complete in {outcome.seconds:.1f} s: {outcome.added} added, {outcome.replaced} "
-                        f"replaced, {len(outcome.removed)} removed, {len(failed)} failed, {len(plan.skip)} skipped, "
-                        f"{plan.unchanged + outcome.restamped} unchanged.")
+                        f"replaced, {len(outcome.removed)} removed, {len(failed)} failed, "
+                        f"{len(plan.failed_before) + len(skipped)} skipped, {plan.unchanged + outcome.restamped} "
+                        f"unchanged, {len(plan.no_file)} with no file on disk{plan.staleness()}.")
     return ingest_pb2.SyncResult(
         plan=plan_message, dry_run=outcome.dry_run, added=outcome.added, replaced=outcome.replaced,
         removed=len(outcome.removed),
         failed=[ingest_pb2.SyncBook(book_id=r.book.id, title=r.book.title, reason=r.error or "") for r in failed],
+        skipped=[ingest_pb2.SyncBook(book_id=r.book.id, title=r.book.title, reason=r.error or "") for r in skipped],
         summary=summary_line, seconds=outcome.seconds,
     )
 
@@ -305,11 +341,13 @@ def sync_result(outcome: SyncOutcome) -> ingest_pb2.SyncResult:
 def row_message(row: BatchRow) -> ingest_pb2.BatchIngestRow:
     return ingest_pb2.BatchIngestRow(
         id=row.book.id, title=row.book.title, author=row.book.author,
-        status=enum_number(ingest_pb2.BatchStatus.DESCRIPTOR, row.status), chunks=row.chunks, error=row.error,
+        # By name: the generated stubs type an enum field as the enum or its value's name, not a bare number.
+        status=ingest_pb2.BatchStatus.Name(enum_number(ingest_pb2.BatchStatus.DESCRIPTOR, row.status)),
+        chunks=row.chunks, error=row.error,
     )
 
 
-def needs_metadata_result(source: BookFile, missing: list[str]) -> ingest_pb2.IngestResult:
+def needs_metadata_result(source: BookToIngest, missing: list[str]) -> ingest_pb2.IngestResult:
     call = ", ".join([f'file_path="{source.path}"', *(f'{name}="..."' for name in missing)])
     extracted = source.extracted
     return ingest_pb2.IngestResult(
@@ -326,15 +364,17 @@ def needs_metadata_result(source: BookFile, missing: list[str]) -> ingest_pb2.In
 
 
 def create_server(
-    settings: IngestSettings, *, store: Store | None = None, embedder: EmbedderClient | None = None
+    settings: IngestSettings, *, store: Store | None = None, embedder: EmbedderClient | None = None,
+    catalog: ServiceClient | None = None,
 ) -> ServiceServer:
-    """The ingest server, SERVING once the embedder answers; it opens (and then owns) the store and embedder
-    client it is not given."""
+    """The ingest server, SERVING once the embedder answers; it opens (and then owns) the store and the
+    embedder and catalog clients it is not given."""
     server_store = store or open_store(settings.store)
     client = embedder or EmbedderClient(settings.embedder_addr, settings.clients)
-    catalog = ServiceClient("catalog", settings.catalog_addr, catalog_pb2_grpc.CatalogServiceStub, settings.clients)
+    catalog_client = catalog or ServiceClient("catalog", settings.catalog_addr, catalog_pb2_grpc.CatalogServiceStub,
+                                              settings.clients)
     indexer = IndexMaintainer(server_store)
-    servicer = IngestServicer(settings, server_store, client, catalog, indexer)
+    servicer = IngestServicer(settings, server_store, client, catalog_client, indexer)
     service = build_server(
         "ingest", settings.ingest_listen,
         lambda server: ingest_pb2_grpc.add_IngestServiceServicer_to_server(servicer, server),
@@ -347,7 +387,8 @@ def create_server(
 
     service.serve_when_ready(embedder_answers)
     service.on_stop.append(indexer.drain)
-    service.close_on_stop(catalog)
+    if catalog is None:
+        service.close_on_stop(catalog_client)
     if embedder is None:
         service.close_on_stop(client)
     if store is None:

@@ -1,13 +1,12 @@
 """Sync: bring a collection in step with the Calibre library.
 
-The plan compares the library (every book with the file ingest would read) with the books the
-collection holds whole: books only in Calibre are added, Calibre books only in the collection were
-deleted from Calibre and are removed (local files, keyed by their content, are never touched), and a
-book whose file changed (format, size or modification time, then its content hash to be sure) is
-ingested anew, the new version replacing the old one without a moment where a search finds it twice
-or not at all (see BookWriter.write). A
-book that failed before is skipped while its file is the same one (format, size, modification time),
-so a bad file is not retried on every sync; the failures are kept per collection in a small JSON file
+The plan compares the library (the catalog's list of every book with the file ingest would read, which
+the sync then reads without asking the catalog again) with the books the collection holds whole: books
+only in Calibre are added, Calibre books only in the collection were deleted from Calibre and are removed
+(local files, keyed by their content, are never touched), and a book whose file changed (its `FileStamp`,
+then its content hash to be sure) is ingested anew, the new version replacing the old one without a
+moment where a search finds it twice or not at all (see BookWriter.write). A book that failed before is
+skipped while its file has the same stamp, so a bad file is not retried on every sync; the failures are kept per collection in a small JSON file
 beside the store. Each book is ingested whole or not at all, so a sync killed at any point and run
 again simply finishes the work. One sync per collection at a time: a lock file says so.
 """
@@ -21,40 +20,29 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from alexandria.book_identity import FileStamp, FileVersion, is_local_book_key
 from alexandria.clients import ServiceClient
 from alexandria.errors import FailedPrecondition
 from alexandria.store import Filter
 from alexandria.store import schema as f
 from alexandria.v1 import catalog_pb2
+from alexandria.v1.catalog_pb2 import LibraryFile
 from services.ingest.batch import BatchBook, BatchRow, BatchStatus, ingest_batch
 from services.ingest.documents import ChunkingParams
-from services.ingest.pipeline import BookFile, BookIngestor, split_source, stamp
+from services.ingest.pipeline import BookIngestor, BookToIngest
 from services.ingest.progress import Report
-from services.ingest.sources import BookSources
+from services.ingest.sources import listed_book
 from services.ingest.writer import BookWriter, RemovedBook
 
-LOCAL_KEY_PREFIX = "sha256:"  # local files are keyed by content; every other key is a Calibre uuid
 NO_FILE = "none of its files is on disk"
 
 
-@dataclass(frozen=True)
-class LibraryBook:
-    """A Calibre book and the version of the file ingest would read ("" format: no file on disk)."""
-
-    book_id: int
-    key: str
-    title: str
-    author: str = ""
-    format: str = ""
-    size_bytes: int = 0
-    mtime_ns: int = 0
-
-    @property
-    def fingerprint(self) -> str:
-        return stamp(self.format, self.size_bytes, self.mtime_ns)
+def listed_stamp(entry: LibraryFile) -> FileStamp:
+    """The stamp of the file the catalog listed for a book (its format is "" when no file is on disk)."""
+    return FileStamp(entry.format, entry.size_bytes, entry.mtime_ns)
 
 
 @dataclass(frozen=True)
@@ -62,48 +50,69 @@ class Failure:
     book_id: int
     title: str
     reason: str
-    fingerprint: str  # the file that failed; a different one is tried again
+    stamp: FileStamp  # the file that failed; a different one is tried again
+
+    def to_json(self) -> dict[str, str | int]:
+        """The failure as the failures file keeps it, its stamp in its one text form."""
+        return {"book_id": self.book_id, "title": self.title, "reason": self.reason, "stamp": str(self.stamp)}
+
+    @classmethod
+    def from_json(cls, value: dict[str, str | int]) -> Failure:
+        """The failure `to_json` wrote; KeyError or ValueError for anything else."""
+        return cls(int(value["book_id"]), str(value["title"]), str(value["reason"]),
+                   FileStamp.parse(str(value["stamp"])))
 
 
 @dataclass(frozen=True)
 class Skipped:
-    book: LibraryBook
+    book: LibraryFile
     reason: str
 
 
 @dataclass
 class SyncPlan:
-    add: list[LibraryBook] = field(default_factory=list)
-    change: list[LibraryBook] = field(default_factory=list)
+    add: list[LibraryFile] = field(default_factory=list)
+    change: list[LibraryFile] = field(default_factory=list)
     remove: list[str] = field(default_factory=list)  # book keys
-    skip: list[Skipped] = field(default_factory=list)
+    failed_before: list[Skipped] = field(default_factory=list)  # skipped: failed before with this same file
+    no_file: list[LibraryFile] = field(default_factory=list)  # nothing to ingest: none of its files is on disk
     unchanged: int = 0
+    stale_reason: str = ""  # why the library listed is the catalog's previous read ("": a fresh one)
+
+    def counts(self) -> str:
+        """The plan in one line, as the plan's progress and a dry run's summary say it."""
+        return (f"{len(self.add)} to add, {len(self.change)} changed, {len(self.remove)} to remove, "
+                f"{len(self.failed_before)} skipped, {self.unchanged} unchanged, {len(self.no_file)} with no file "
+                f"on disk{self.staleness()}")
+
+    def staleness(self) -> str:
+        """Says, when it was, that the plan was made from the catalog's previous read of the library."""
+        return f" (planned from the catalog's previous read: {self.stale_reason})" if self.stale_reason else ""
 
 
-def plan_sync(library: list[LibraryBook], held: dict[str, str], failures: dict[str, Failure],
-              remove_deleted: bool, retry_failed: bool) -> SyncPlan:
-    """What a sync does: `held` maps the keys of the books the collection holds whole to the source they
-    were read from ("" for books ingested before sources were recorded: taken as unchanged)."""
-    plan = SyncPlan()
+def plan_sync(library: catalog_pb2.ListLibraryFilesResponse, held: dict[str, FileVersion | None],
+              failures: dict[str, Failure], remove_deleted: bool, retry_failed: bool) -> SyncPlan:
+    """What a sync does: `held` maps the keys of the books the collection holds whole to the version of the
+    file each was read from (None for books ingested before versions were recorded: taken as unchanged)."""
+    plan = SyncPlan(stale_reason=library.stale_reason)
     in_library = set()
-    for book in library:
-        in_library.add(book.key)
-        failure = failures.get(book.key)
-        if book.key in held:
-            stored = held[book.key]
-            changed = bool(stored) and bool(book.format) and split_source(stored)[0] != book.fingerprint
-            if changed:
+    for book in library.books:
+        in_library.add(book.uuid)
+        failure = failures.get(book.uuid)
+        if book.uuid in held:
+            stored = held[book.uuid]
+            if stored is not None and book.format and stored.stamp != listed_stamp(book):
                 plan.change.append(book)
             else:
                 plan.unchanged += 1
         elif not book.format:
-            plan.skip.append(Skipped(book, NO_FILE))
-        elif failure is not None and failure.fingerprint == book.fingerprint and not retry_failed:
-            plan.skip.append(Skipped(book, failure.reason))
+            plan.no_file.append(book)
+        elif failure is not None and failure.stamp == listed_stamp(book) and not retry_failed:
+            plan.failed_before.append(Skipped(book, failure.reason))
         else:
             plan.add.append(book)
     if remove_deleted:
-        plan.remove = sorted(key for key in held if key not in in_library and not key.startswith(LOCAL_KEY_PREFIX))
+        plan.remove = sorted(key for key in held if key not in in_library and not is_local_book_key(key))
     return plan
 
 
@@ -138,15 +147,15 @@ class SyncState:
             return {}
         try:
             recorded = json.loads(self.failures_path.read_text())
-            return {key: Failure(**value) for key, value in recorded.items()}
-        except (ValueError, TypeError):  # unreadable: every failed book is simply tried again
+            return {key: Failure.from_json(value) for key, value in recorded.items()}
+        except (ValueError, TypeError, KeyError):  # unreadable: every failed book is simply tried again
             return {}
 
     def save_failures(self, failures: dict[str, Failure]) -> None:
         """Written whole to a temporary file, then renamed over the old one: never half-written."""
         self.directory.mkdir(parents=True, exist_ok=True)
         temporary = self.failures_path.with_suffix(".tmp")
-        temporary.write_text(json.dumps({key: asdict(f) for key, f in sorted(failures.items())}, indent=1))
+        temporary.write_text(json.dumps({key: f.to_json() for key, f in sorted(failures.items())}, indent=1))
         os.replace(temporary, self.failures_path)
 
 
@@ -167,26 +176,39 @@ class SyncOutcome:
     removing: dict[str, str]  # book key -> title, of the books to remove
     dry_run: bool
     rows: list[BatchRow] = field(default_factory=list)  # each book added or changed
-    replaced: int = 0  # changed books ingested anew
     restamped: int = 0  # changed stamps over the same content: noted, not ingested again
     removed: list[RemovedBook] = field(default_factory=list)
     seconds: float = 0.0
 
+    def _rows(self, status: BatchStatus) -> list[BatchRow]:
+        return [row for row in self.rows if row.status == status]
+
     @property
     def failed(self) -> list[BatchRow]:
-        return [row for row in self.rows if row.status == BatchStatus.FAILED]
+        return self._rows(BatchStatus.FAILED)
+
+    @property
+    def skipped(self) -> list[BatchRow]:
+        """Books already in the collection when their turn came: another ingest wrote them meanwhile."""
+        return self._rows(BatchStatus.SKIPPED)
 
     @property
     def added(self) -> int:
-        return sum(1 for row in self.rows if row.status != BatchStatus.FAILED) - self.replaced - self.restamped
+        changed = {book.book_id for book in self.plan.change}
+        return sum(1 for row in self._rows(BatchStatus.SUCCESS) if row.book.id not in changed)
+
+    @property
+    def replaced(self) -> int:
+        """Changed books ingested anew (a restamped one succeeded without being ingested again)."""
+        changed = {book.book_id for book in self.plan.change}
+        return sum(1 for row in self._rows(BatchStatus.SUCCESS) if row.book.id in changed) - self.restamped
 
 
 class LibrarySync:
     """Runs a sync: plans it, then adds, replaces and removes books, one at a time."""
 
-    def __init__(self, catalog: ServiceClient, sources: BookSources, ingestor: BookIngestor, state_dir: Path) -> None:
+    def __init__(self, catalog: ServiceClient, ingestor: BookIngestor, state_dir: Path) -> None:
         self.catalog = catalog
-        self.sources = sources
         self.ingestor = ingestor
         self.state_dir = state_dir
 
@@ -196,19 +218,16 @@ class LibrarySync:
         with state.locked():
             listed = await self.catalog.call(
                 "ListLibraryFiles", catalog_pb2.ListLibraryFilesRequest(format_preference=request.format_preference))
-            library = [LibraryBook(b.book_id, b.uuid, b.title, b.author, b.format, b.size_bytes, b.mtime_ns)
-                       for b in listed.books]
             writer = BookWriter(self.ingestor.store, request.collection)
             if await asyncio.to_thread(self.ingestor.store.collection_info, request.collection) is not None:
                 # Refuses a collection of another model before any work, and gives a collection made before
-                # sources were recorded the payload indexes that planning reads.
+                # file versions were recorded the payload indexes that planning reads.
                 model = await self.ingestor.embedder.model_info()
                 await asyncio.to_thread(writer.ensure_collection, model.dimension, model.name)
-            held = await asyncio.to_thread(writer.held_sources)
+            held = await asyncio.to_thread(writer.held_file_versions)
             failures = state.failures()
-            plan = plan_sync(library, held, failures, request.remove_deleted, request.retry_failed)
-            report("plan", 1, 1, f"{len(plan.add)} to add, {len(plan.change)} changed, {len(plan.remove)} to "
-                                 f"remove, {len(plan.skip)} skipped, {plan.unchanged} unchanged")
+            plan = plan_sync(listed, held, failures, request.remove_deleted, request.retry_failed)
+            report("plan", 1, 1, plan.counts())
             removing = {}
             for key in plan.remove:
                 _, title, _ = await asyncio.to_thread(writer.find_book_key, Filter(must={f.BOOK_KEY: key}), key)
@@ -223,23 +242,23 @@ class LibrarySync:
         outcome.seconds = round(time.perf_counter() - started, 2)
         return outcome
 
-    async def _add_and_replace(self, request: SyncRequest, plan: SyncPlan, held: dict[str, str],
+    async def _add_and_replace(self, request: SyncRequest, plan: SyncPlan, held: dict[str, FileVersion | None],
                                failures: dict[str, Failure], state: SyncState, writer: BookWriter,
                                outcome: SyncOutcome, report: Report) -> None:
         books = {book.book_id: book for book in [*plan.add, *plan.change]}
         changed = {book.book_id for book in plan.change}
 
-        async def resolve(book: BatchBook) -> tuple[BatchBook, BookFile]:
-            return await self.sources.resolve_for_batch(book, request.format_preference)
+        async def resolve(book: BatchBook) -> tuple[BatchBook, BookToIngest]:
+            return book, await listed_book(books[book.id])
 
-        async def ingest(source: BookFile, book_report: Report) -> int:
+        async def ingest(source: BookToIngest, book_report: Report) -> int:
             if source.calibre_id in changed:
-                if split_source(source.source)[1] == split_source(held[source.book_key])[1]:
+                stored = held[source.book_key]
+                if stored is not None and stored.sha256 == source.file_version.sha256:
                     # Only the stamp changed (the file was touched or copied): the content is the same.
-                    await asyncio.to_thread(writer.restamp, source.book_key, source.source)
+                    await asyncio.to_thread(writer.restamp, source.book_key, source.file_version)
                     outcome.restamped += 1
                     return 0
-                outcome.replaced += 1
             ingested = await self.ingestor.ingest(source, request.collection, request.params, request.hierarchical,
                                                   book_report, replace=source.calibre_id in changed)
             return ingested.chunks
@@ -247,9 +266,9 @@ class LibrarySync:
         def remember(row: BatchRow) -> None:
             book = books[row.book.id]
             if row.status == BatchStatus.FAILED:
-                failures[book.key] = Failure(book.book_id, row.book.title, row.error or "", book.fingerprint)
+                failures[book.uuid] = Failure(book.book_id, row.book.title, row.error or "", listed_stamp(book))
             else:
-                failures.pop(book.key, None)
+                failures.pop(book.uuid, None)
             state.save_failures(failures)
 
         batch = [BatchBook(b.book_id, b.title, b.author) for b in books.values()]

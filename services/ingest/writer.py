@@ -1,6 +1,6 @@
 """The writer stage: the only code that puts books into, and takes them out of, the store.
 
-A book's points are upserted with `complete` false and become visible to queries
+`build_points` turns a chunked, embedded book into its points, each with an id from `point_id`. A book's points are upserted with `complete` false and become visible to queries
 only when one final update flips them all to true. Leftovers of an earlier
 attempt that died half-way are deleted before writing, so a retry starts clean.
 Already-ingested books are found by book key (never by title) and refused.
@@ -11,10 +11,21 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+import numpy as np
+
+from alexandria.book_identity import FileVersion
 from alexandria.errors import AlreadyExists, NotFound
 from alexandria.store import Filter, Store, StoredPoint
 from alexandria.store import schema as f
-from alexandria.store.records import BookRecord, CollectionModel, complete, complete_sources, source_value
+from alexandria.store.lexical import encode_document
+from alexandria.store.records import (
+    BookRecord,
+    ChunkRecord,
+    CollectionModel,
+    complete,
+    complete_file_versions,
+)
+from services.ingest.documents import Chunk, ChunkedBook, ParentChunk
 
 # Fixed namespace: a point's id is a pure function of its book key and place in the book.
 POINT_NAMESPACE = uuid.UUID("5f0c4a6e-2f7e-4a57-9a39-0a7e1c1d2b33")
@@ -25,6 +36,37 @@ def point_id(book_key: str, version: int, level: str, index: int) -> str:
     """Deterministic point id: a version of a book, cut the same way, always gets the same ids, and two
     versions of one book never share one."""
     return str(uuid.uuid5(POINT_NAMESPACE, f"{book_key}@{version}/{level}/{index}"))
+
+
+def build_points(book: BookRecord, chunked: ChunkedBook, sentence_vectors: np.ndarray,
+                 parent_vectors: np.ndarray) -> list[StoredPoint]:
+    """Every point of one version of a book, children first then parents, all written with `complete` false.
+    A passage's dense vector is the normalised mean of its sentences' vectors, which it also keeps whole."""
+    parent_ids = [point_id(book.book_key, book.version, f.Level.PARENT, n) for n in range(len(chunked.parents))]
+    points = []
+    for n, chunk in enumerate(chunked.chunks):
+        record = _record(book, chunk, chunk.level, chunk.sibling_count, sequence_index=chunk.sequence_index,
+                         parent_id=None if chunk.parent_index is None else parent_ids[chunk.parent_index])
+        sentences = sentence_vectors[chunk.first_sentence : chunk.end_sentence]
+        centroid = sentences.mean(axis=0)
+        points.append(StoredPoint(point_id(book.book_key, book.version, str(chunk.level), n),
+                                  centroid / np.linalg.norm(centroid), encode_document(chunk.text),
+                                  record.to_payload(), sentences))
+    for n, parent in enumerate(chunked.parents):
+        record = _record(book, parent, f.Level.PARENT, parent.child_count)
+        points.append(StoredPoint(parent_ids[n], parent_vectors[n], encode_document(parent.text), record.to_payload()))
+    return points
+
+
+def _record(book: BookRecord, chunk: Chunk | ParentChunk, level: f.Level, sibling_count: int,
+            sequence_index: int = 0, parent_id: str | None = None) -> ChunkRecord:
+    locator = chunk.locator
+    return ChunkRecord(
+        book=book, level=level, text=chunk.text, chapter_title=locator.chapter_title,
+        chapter_index=locator.chapter_index, position=locator.position, word_count=chunk.word_count,
+        sibling_count=sibling_count, sequence_index=sequence_index, parent_id=parent_id,
+        page_start=locator.page_start, page_end=locator.page_end, text_source=locator.text_source,
+    )
 
 
 @dataclass(frozen=True)
@@ -73,9 +115,9 @@ class BookWriter:
         self.store.delete(self.collection, Filter(must={f.BOOK_KEY: book_key}, must_not={f.VERSION: version}))
         return len(points)
 
-    def restamp(self, book_key: str, source: str) -> None:
+    def restamp(self, book_key: str, file_version: FileVersion) -> None:
         """Record that the book's file changed its stamp but not its content: no need to ingest it again."""
-        self.store.set_payload(self.collection, self._book(book_key), {f.SOURCE: source_value(book_key, source)})
+        self.store.set_payload(self.collection, self._book(book_key), {f.SOURCE: file_version.to_stored(book_key)})
 
     def find_book_key(self, where: Filter, what: str) -> tuple[str, str, str]:
         """(book key, title, author) of the one book matching `where`, or NotFound naming `what`."""
@@ -87,11 +129,12 @@ class BookWriter:
         book = BookRecord.from_payload(records[0].payload)
         return book.book_key, book.title, book.author
 
-    def held_sources(self) -> dict[str, str]:
-        """Book key -> the source of each book the collection holds whole (none when it does not exist yet)."""
+    def held_file_versions(self) -> dict[str, FileVersion | None]:
+        """Book key -> the file version of each book the collection holds whole (none when it does not exist
+        yet; None for a book ingested before file versions were kept)."""
         if self.store.collection_info(self.collection) is None:
             return {}
-        return complete_sources(self.store, self.collection)
+        return complete_file_versions(self.store, self.collection)
 
     def remove(self, book_key: str, title: str, author: str) -> RemovedBook:
         removed = self.store.delete(self.collection, self._book(book_key))

@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
-from alexandria.errors import AlreadyExists, NotFound
-from services.ingest.batch import BatchBook, BatchStatus, book_fraction, ingest_batch, summary
+import pytest
+
+from alexandria.contract import BATCH_LIMIT
+from alexandria.errors import AlreadyExists, InvalidArgument, NotFound
+from services.ingest.batch import (
+    BatchBook,
+    BatchSelection,
+    BatchStatus,
+    book_fraction,
+    ingest_batch,
+    select_books,
+    summary,
+)
 
 
 async def test_each_book_gets_a_row_and_a_failure_never_stops_the_batch() -> None:
@@ -44,3 +55,13 @@ def test_a_books_stages_fill_its_share_in_order() -> None:
               ("write", 0, 9), ("write", 9, 9)]
     fractions = [round(book_fraction(*stage), 9) for stage in stages]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
+
+
+async def test_every_id_given_is_selected_up_to_the_contracts_bound_and_more_are_refused() -> None:
+    eleven = tuple(range(1, 12))
+    selected = await select_books(BatchSelection(book_ids=eleven), catalog=None)  # ids need no catalog
+    assert [book.id for book in selected] == list(eleven)
+    fifty = tuple(range(1, BATCH_LIMIT.high + 1))
+    assert len(await select_books(BatchSelection(book_ids=fifty), catalog=None)) == BATCH_LIMIT.high
+    with pytest.raises(InvalidArgument, match=f"at most {BATCH_LIMIT.high} book ids, got 51"):
+        await select_books(BatchSelection(book_ids=(*fifty, 51)), catalog=None)

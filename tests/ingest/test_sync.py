@@ -6,46 +6,57 @@ from pathlib import Path
 
 import pytest
 
+from alexandria.book_identity import FileVersion, local_book_key
 from alexandria.errors import FailedPrecondition
-from services.ingest.sync import NO_FILE, Failure, LibraryBook, SyncState, plan_sync
+from alexandria.v1.catalog_pb2 import LibraryFile, ListLibraryFilesResponse
+from services.ingest.batch import BatchBook, BatchRow, BatchStatus
+from services.ingest.server import sync_result
+from services.ingest.sync import Failure, SyncOutcome, SyncState, listed_stamp, plan_sync
 
-PERSUASION = LibraryBook(4, "uuid-persuasion", "Persuasion", format="PDF", size_bytes=100, mtime_ns=7)
-EMMA = LibraryBook(2, "uuid-emma", "Emma", format="EPUB", size_bytes=200, mtime_ns=8)
-LOST = LibraryBook(9, "uuid-lost", "Lost", format="")  # no file on disk
+PERSUASION = LibraryFile(book_id=4, uuid="uuid-persuasion", title="Persuasion", format="PDF", size_bytes=100,
+                         mtime_ns=7)
+EMMA = LibraryFile(book_id=2, uuid="uuid-emma", title="Emma", format="EPUB", size_bytes=200, mtime_ns=8)
+LOST = LibraryFile(book_id=9, uuid="uuid-lost", title="Lost", format="")  # no file on disk
+EMMA_READ = FileVersion(listed_stamp(EMMA), "abc")
+
+
+def library(*books: LibraryFile) -> ListLibraryFilesResponse:
+    return ListLibraryFilesResponse(books=books)
 
 
 def test_new_books_are_added_deleted_ones_removed_and_local_files_left_alone() -> None:
-    held = {"uuid-emma": f"{EMMA.fingerprint}:abc", "uuid-deleted": "", "sha256:abc": ""}
-    plan = plan_sync([PERSUASION, EMMA, LOST], held, {}, remove_deleted=True, retry_failed=False)
+    held = {"uuid-emma": EMMA_READ, "uuid-deleted": None, local_book_key("abc"): None}
+    plan = plan_sync(library(PERSUASION, EMMA, LOST), held, {}, remove_deleted=True, retry_failed=False)
     assert [b.title for b in plan.add] == ["Persuasion"] and plan.change == []
     assert plan.remove == ["uuid-deleted"] and plan.unchanged == 1
-    assert [(s.book.title, s.reason) for s in plan.skip] == [("Lost", NO_FILE)]
-    kept = plan_sync([PERSUASION, EMMA], held, {}, remove_deleted=False, retry_failed=False)
+    assert plan.no_file == [LOST] and plan.failed_before == [], "a book without a file did not fail before"
+    kept = plan_sync(library(PERSUASION, EMMA), held, {}, remove_deleted=False, retry_failed=False)
     assert kept.remove == []
 
 
 def test_a_book_that_failed_is_skipped_until_its_file_changes_or_a_retry_is_asked() -> None:
-    failures = {PERSUASION.key: Failure(4, "Persuasion", "no text", PERSUASION.fingerprint)}
-    plan = plan_sync([PERSUASION], {}, failures, remove_deleted=True, retry_failed=False)
-    assert plan.add == [] and [(s.book.title, s.reason) for s in plan.skip] == [("Persuasion", "no text")]
-    assert plan_sync([PERSUASION], {}, failures, True, retry_failed=True).add == [PERSUASION]
-    replaced = LibraryBook(4, "uuid-persuasion", "Persuasion", format="PDF", size_bytes=101, mtime_ns=9)
-    assert plan_sync([replaced], {}, failures, True, False).add == [replaced]
+    failures = {PERSUASION.uuid: Failure(4, "Persuasion", "no text", listed_stamp(PERSUASION))}
+    plan = plan_sync(library(PERSUASION), {}, failures, remove_deleted=True, retry_failed=False)
+    assert plan.add == [] and [(s.book.title, s.reason) for s in plan.failed_before] == [("Persuasion", "no text")]
+    assert plan_sync(library(PERSUASION), {}, failures, True, retry_failed=True).add == [PERSUASION]
+    replaced = LibraryFile(book_id=4, uuid="uuid-persuasion", title="Persuasion", format="PDF", size_bytes=101,
+                           mtime_ns=9)
+    assert plan_sync(library(replaced), {}, failures, True, False).add == [replaced]
 
 
 def test_a_book_whose_file_changed_is_planned_for_replacement() -> None:
-    touched = LibraryBook(2, "uuid-emma", "Emma", format="EPUB", size_bytes=200, mtime_ns=99)
-    held = {"uuid-emma": f"{EMMA.fingerprint}:abc"}
-    plan = plan_sync([touched], held, {}, remove_deleted=True, retry_failed=False)
+    touched = LibraryFile(book_id=2, uuid="uuid-emma", title="Emma", format="EPUB", size_bytes=200, mtime_ns=99)
+    held: dict[str, FileVersion | None] = {"uuid-emma": EMMA_READ}
+    plan = plan_sync(library(touched), held, {}, remove_deleted=True, retry_failed=False)
     assert plan.change == [touched] and plan.unchanged == 0
-    unknown = plan_sync([touched], {"uuid-emma": ""}, {}, True, False)  # ingested before sources were kept
+    unknown = plan_sync(library(touched), {"uuid-emma": None}, {}, True, False)  # ingested before versions were kept
     assert unknown.change == [] and unknown.unchanged == 1
 
 
 def test_failures_survive_between_syncs_and_an_unreadable_file_forgets_them(tmp_path: Path) -> None:
     state = SyncState(tmp_path / "sync", "books")
     assert state.failures() == {}
-    recorded = {EMMA.key: Failure(2, "Emma", "broken EPUB", EMMA.fingerprint)}
+    recorded = {EMMA.uuid: Failure(2, "Emma", "broken EPUB", listed_stamp(EMMA))}
     state.save_failures(recorded)
     assert SyncState(tmp_path / "sync", "books").failures() == recorded
     state.failures_path.write_text("{not json")
@@ -62,3 +73,16 @@ def test_a_second_sync_of_one_collection_is_refused_while_the_first_runs(tmp_pat
             pass  # another collection syncs meanwhile
     with second.locked():
         pass  # free again once the first has finished
+
+
+def test_a_book_another_ingest_wrote_meanwhile_is_counted_as_skipped_not_added() -> None:
+    plan = plan_sync(library(PERSUASION, EMMA), {}, {}, remove_deleted=True, retry_failed=False)
+    written_meanwhile = "Book already ingested: 'Emma' is in collection 'books'."
+    outcome = SyncOutcome(plan, {}, dry_run=False, rows=[
+        BatchRow(BatchBook(4, "Persuasion"), BatchStatus.SUCCESS, chunks=10),
+        BatchRow(BatchBook(2, "Emma"), BatchStatus.SKIPPED, error=written_meanwhile),
+    ])
+    assert outcome.added == 1
+    result = sync_result(outcome)
+    assert result.added == 1 and [(b.title, b.reason) for b in result.skipped] == [("Emma", written_meanwhile)]
+    assert "1 added, 0 replaced, 0 removed, 0 failed, 1 skipped, 0 unchanged" in result.summary

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import numpy as np
 
+from alexandria.book_identity import FileVersion
 from alexandria.settings import StoreSettings
 from alexandria.store import Filter, Hit, StoredPoint, open_store
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_document
-from alexandria.store.records import BookRecord, ChunkRecord, complete, complete_sources
+from alexandria.store.records import BookRecord, ChunkRecord, complete, complete_file_versions
 from services.ingest.writer import BookWriter, point_id
 from services.query.search import newest_versions
 
@@ -21,7 +22,7 @@ DIMENSION = 4
 
 def version_points(version: int, texts: list[str]) -> list[StoredPoint]:
     book = BookRecord(book_key=KEY, title="Emma", author="Jane Austen", model="m", dimension=DIMENSION,
-                      version=version, source=f"EPUB:{version}:1:hash{version}")
+                      version=version, file_version=FileVersion.parse(f"EPUB:{version}:1:hash{version}"))
     points = []
     for n, text in enumerate(texts):
         record = ChunkRecord(book=book, level=f.Level.FLAT, text=text, position=n)
@@ -42,9 +43,9 @@ def test_a_new_version_replaces_the_old_one_whole(tmp_path: Path) -> None:
         left = store.scroll("books", Filter(must={f.BOOK_KEY: KEY}), limit=10)
         assert sorted(ChunkRecord.from_payload(r.payload).text for r in left) == ["new one", "new two"]
         assert all(ChunkRecord.from_payload(r.payload).book.complete for r in left)
-        assert complete_sources(store, "books") == {KEY: "EPUB:2:1:hash2"}
-        writer.restamp(KEY, "EPUB:2:5:hash2")
-        assert complete_sources(store, "books") == {KEY: "EPUB:2:5:hash2"}
+        assert complete_file_versions(store, "books") == {KEY: FileVersion.parse("EPUB:2:1:hash2")}
+        writer.restamp(KEY, FileVersion.parse("EPUB:2:5:hash2"))
+        assert complete_file_versions(store, "books") == {KEY: FileVersion.parse("EPUB:2:5:hash2")}
     finally:
         store.close()
 

@@ -1,0 +1,167 @@
+"""The ingest service over real gRPC on port 0, with a fake catalog and embedder and the real embedded store:
+a local file that names no title or author, the remove filters, and a sync's plan (books without a file,
+books that failed before, a list the catalog served from its previous read)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from google.protobuf.message import Message
+from query.fakes import embedded_store
+
+from alexandria.clients import ServiceClient, wait_until_serving
+from alexandria.errors import NotFound
+from alexandria.progress import follow
+from alexandria.settings import ClientSettings, IngestSettings, StoreSettings
+from alexandria.store import Store
+from alexandria.v1 import catalog_pb2, common_pb2, ingest_pb2, ingest_pb2_grpc
+from ingest.fakes import FakeCatalog, FakeEmbedder
+from ingest.helpers import FIXTURE_BOOKS
+from services.ingest.server import create_server
+from services.ingest.writer import BookWriter
+
+COLLECTION = "books"
+START_TIMEOUT_S = 30
+STALE = "Calibre holds its lock on metadata.db: this is the library as read at 10:42:07"
+# Plain text with no title line: its reader finds no title or author in it.
+TEXT = " ".join(f"Sentence number {n} tells of the {word} that the keeper saw from the lighthouse."
+                for n, word in enumerate(["storm", "ship", "gull", "tide", "lamp", "rock", "fog", "wreck"] * 6))
+
+
+@dataclass
+class IngestService:
+    client: ServiceClient
+    catalog: FakeCatalog
+    store: Store
+    local: Path  # the allowed local folder
+    progress: list[common_pb2.Progress]
+
+    async def run(self, method: str, request: Message) -> Message:
+        """The result of a streaming call, its progress kept in `progress`."""
+        async def heard(progress: common_pb2.Progress) -> None:
+            self.progress.append(progress)
+
+        return await follow(self.client.stream(method, request), heard)
+
+    def book_file(self, name: str, text: str = TEXT) -> Path:
+        path = self.local / name
+        path.write_text(text)
+        return path
+
+    def held(self) -> list[str]:
+        """The keys of the books the collection holds whole."""
+        return list(BookWriter(self.store, COLLECTION).held_file_versions())
+
+
+@pytest_asyncio.fixture
+async def service(tmp_path: Path) -> AsyncIterator[IngestService]:
+    local = tmp_path / "local"
+    local.mkdir()
+    store_settings = StoreSettings(alexandria_data_dir=tmp_path / "data", qdrant_host=None, qdrant_url=None,
+                                   qdrant_local_path=None)
+    settings = IngestSettings(ingest_listen="127.0.0.1:0", local_ingest_path=local, store=store_settings)
+    store, catalog = embedded_store(tmp_path / "data"), FakeCatalog()
+    server = create_server(settings, store=store, embedder=FakeEmbedder(), catalog=catalog)
+    await server.start()
+    client = ServiceClient("ingest", server.address, ingest_pb2_grpc.IngestServiceStub, ClientSettings())
+    try:
+        await wait_until_serving(server.address, START_TIMEOUT_S)
+        yield IngestService(client, catalog, store, local, [])
+    finally:
+        await client.close()
+        await server.stop(grace=1)
+        store.close()
+
+
+def options() -> ingest_pb2.IngestOptions:
+    return ingest_pb2.IngestOptions(collection=COLLECTION)
+
+
+def listed(book_id: int, title: str, path: Path | None) -> catalog_pb2.LibraryFile:
+    """A library entry as the catalog lists it (no path: none of the book's files is on disk)."""
+    if path is None:
+        return catalog_pb2.LibraryFile(book_id=book_id, uuid=f"uuid-{book_id}", title=title)
+    status = path.stat()
+    return catalog_pb2.LibraryFile(
+        book_id=book_id, uuid=f"uuid-{book_id}", title=title, author="Margaret Holloway",
+        authors=["Margaret Holloway"], language="eng", format=path.suffix.lstrip(".").upper(),
+        file_path=str(path), size_bytes=status.st_size, mtime_ns=status.st_mtime_ns)
+
+
+async def test_a_local_file_naming_no_title_or_author_asks_for_them_and_writes_nothing(
+        service: IngestService) -> None:
+    path = service.book_file("notes.txt")
+    asked = await service.run("IngestFile", ingest_pb2.IngestFileRequest(file_path=str(path), options=options()))
+    assert not asked.success and asked.needs_metadata
+    assert list(asked.missing_fields) == ["title", "author"] and asked.file_name == "notes.txt"
+    assert "alexandria_ingest_file(" in asked.error and service.held() == []
+    given = ingest_pb2.IngestFileRequest(file_path=str(path), title="Notes", author="A. Keeper", options=options())
+    ingested = await service.run("IngestFile", given)
+    assert ingested.success and ingested.chunks > 0 and service.held() == [ingested.book_key]
+
+
+async def test_remove_finds_a_calibre_book_by_id_and_a_local_file_by_content_or_by_its_path_once_gone(
+        service: IngestService) -> None:
+    calibre = service.book_file("calibre.txt", TEXT.replace("keeper", "warden"))
+    service.catalog.resolved[7] = catalog_pb2.ResolveBookFileResponse(
+        book=catalog_pb2.BookDetail(id=7, title="The Warden", authors=["Margaret Holloway"], uuid="uuid-7"),
+        format="TXT", file_path=str(calibre), file_size_bytes=calibre.stat().st_size)
+    await service.run("IngestBook", ingest_pb2.IngestBookRequest(book_id=7, options=options()))
+    moved, gone = service.book_file("moved.txt"), service.book_file("gone.txt", TEXT.replace("storm", "calm"))
+    for path, title in ((moved, "Moved"), (gone, "Gone")):
+        await service.run("IngestFile", ingest_pb2.IngestFileRequest(file_path=str(path), title=title, author="A",
+                                                                     options=options()))
+    assert len(service.held()) == 3
+
+    async def remove(**book: int | str) -> ingest_pb2.RemoveBookResponse:
+        request = ingest_pb2.RemoveBookRequest(collection=COLLECTION, **book)
+        response = await service.client.call("RemoveBook", request)
+        assert isinstance(response, ingest_pb2.RemoveBookResponse)
+        return response
+
+    assert (await remove(book_id=7)).title == "The Warden"
+    shutil.move(moved, service.local / "renamed.txt")  # the same content: found by its key
+    assert (await remove(file_path=str(service.local / "renamed.txt"))).title == "Moved"
+    gone.unlink()  # no file left to hash: found by the path it was ingested from
+    assert (await remove(file_path=str(gone))).title == "Gone"
+    assert service.held() == []
+    with pytest.raises(NotFound, match="Calibre book id 7"):
+        await remove(book_id=7)
+
+
+async def test_a_sync_plans_from_the_catalogs_list_says_when_it_is_stale_and_names_books_without_a_file(
+        service: IngestService) -> None:
+    service.catalog.library = catalog_pb2.ListLibraryFilesResponse(
+        books=[listed(1, "The Keeper", service.book_file("keeper.txt")), listed(2, "Lost", None)],
+        stale_reason=STALE)
+    result = await service.run("SyncLibrary", ingest_pb2.SyncLibraryRequest(options=options(), dry_run=True))
+    assert isinstance(result, ingest_pb2.SyncResult)
+    assert list(result.plan.skip_failed) == [], "a book without a file did not fail before"
+    assert [(b.title, b.reason) for b in result.plan.no_file] == [("Lost", "none of its files is on disk")]
+    assert [b.title for b in result.plan.add] == ["The Keeper"]
+    plan_line = next(p.message for p in service.progress if p.stage == "plan")
+    assert STALE in plan_line and STALE in result.summary
+
+
+async def test_a_sync_reads_the_listed_files_and_skips_a_book_that_failed_with_the_same_file(
+        service: IngestService) -> None:
+    broken = service.local / "empty.epub"
+    shutil.copy(FIXTURE_BOOKS / "empty.epub", broken)
+    keeper = listed(1, "The Keeper", service.book_file("keeper.txt"))
+    service.catalog.library = catalog_pb2.ListLibraryFilesResponse(
+        books=[keeper, listed(2, "Empty", broken), listed(3, "Lost", None)])
+    first = await service.run("SyncLibrary", ingest_pb2.SyncLibraryRequest(options=options()))
+    assert isinstance(first, ingest_pb2.SyncResult)
+    assert first.added == 1 and [b.title for b in first.failed] == ["Empty"]
+    assert service.held() == [keeper.uuid]
+    again = await service.run("SyncLibrary", ingest_pb2.SyncLibraryRequest(options=options()))
+    assert isinstance(again, ingest_pb2.SyncResult)
+    assert [(b.title, b.reason) for b in again.plan.skip_failed] == [("Empty", first.failed[0].reason)]
+    assert [b.title for b in again.plan.no_file] == ["Lost"] and again.plan.unchanged == 1
+    assert "0 added, 0 replaced, 0 removed, 0 failed, 1 skipped, 1 unchanged, 1 with no file on disk" in again.summary
+    assert "ResolveBookFile" not in service.catalog.calls, "the sync reads the files the catalog listed"
