@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from alexandria.errors import NotFound
+from alexandria.errors import NotFound, Unavailable
 from alexandria.store.model import DENSE, SENTENCES, SPARSE, CollectionInfo
 from alexandria.store.records import CollectionModel
 from alexandria.store.schema import MODEL
@@ -50,6 +50,11 @@ def dense_from(vectors: Any) -> np.ndarray | None:
 def collection_not_found(collection: str) -> NotFound:
     """The error of every read or write on a collection that does not exist."""
     return NotFound(f"Collection '{collection}' does not exist; ingest a book into it first.")
+
+
+def store_closed(location: str) -> Unavailable:
+    """The error of every call on a store after its `close()`."""
+    return Unavailable(f"The store ({location}) is closed (the service is shutting down); try again.")
 
 
 def check_dimension(info: CollectionInfo, dimension: int, metadata: dict[str, Any]) -> CollectionInfo:

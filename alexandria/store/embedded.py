@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 import qdrant_edge as edge
 
-from alexandria.errors import FailedPrecondition, Unavailable
+from alexandria.errors import FailedPrecondition
 from alexandria.store import schema
 from alexandria.store.common import (
     check_dimension,
@@ -58,6 +58,7 @@ from alexandria.store.common import (
     lexical_terms,
     sentences_from,
     sentences_list,
+    store_closed,
     vector_selector,
 )
 from alexandria.store.model import (
@@ -310,9 +311,7 @@ class EmbeddedStore:
         if shard is not None:
             return shard
         if self._closed:
-            raise Unavailable(
-                f"The store at {self._root} is closed (the service is shutting down); try again."
-            )
+            raise store_closed(str(self._root))
         path = self._root / collection
         if not path.is_dir():
             return None
