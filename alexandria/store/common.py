@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -14,7 +14,7 @@ from alexandria.store.schema import MODEL
 
 def dense_list(vector: np.ndarray) -> list[float]:
     """A dense vector as the float list both Qdrant APIs take."""
-    return np.asarray(vector, dtype=np.float32).tolist()
+    return cast(list[float], np.asarray(vector, dtype=np.float32).tolist())
 
 
 def vector_selector(with_vectors: bool) -> list[str] | bool:
@@ -30,7 +30,7 @@ def lexical_terms(vectors: Any) -> frozenset[int]:
 
 def sentences_list(point_sentences: np.ndarray) -> list[list[float]]:
     """A multivector as the nested float lists both Qdrant APIs take."""
-    return np.asarray(point_sentences, dtype=np.float32).tolist()
+    return cast(list[list[float]], np.asarray(point_sentences, dtype=np.float32).tolist())
 
 
 def sentences_from(vectors: Any) -> np.ndarray | None:

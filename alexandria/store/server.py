@@ -52,6 +52,7 @@ from alexandria.store.model import (
     Hit,
     PointRecord,
     SparseVector,
+    Store,
     StoredPoint,
     check_collection_name,
     check_facet_key,
@@ -64,7 +65,7 @@ _TEXT_INDEX = models.TextIndexParams(
 )
 
 
-class ServerStore:
+class ServerStore(Store):
     """`Store` over qdrant-client: a remote Qdrant, or local mode in a folder."""
 
     backend = "server"
@@ -113,10 +114,16 @@ class ServerStore:
                 return None
             described = self._client.get_collection(collection)
             points = self._client.count(collection, exact=True).count
+        vectors = described.config.params.vectors
+        if not isinstance(vectors, dict) or DENSE not in vectors:
+            raise FailedPrecondition(
+                f"Collection '{collection}' in {self._location} has no '{DENSE}' vector: Alexandria did not make it; "
+                "use another collection name."
+            )
         return CollectionInfo(
             name=collection,
             points_count=points,
-            vector_size=described.config.params.vectors[DENSE].size,
+            vector_size=vectors[DENSE].size,
             status=described.status.value,
             metadata=dict(described.config.metadata or {}),
         )
