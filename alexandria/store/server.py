@@ -6,9 +6,9 @@ on the author, lowercased and accent-folded), and the model that made the vector
 collection's own metadata (`metadata=` on create_collection, Qdrant 1.16+). Hybrid
 search is one `query_points` call: a dense and a sparse prefetch fused with RRF.
 
-Local mode (`QDRANT_LOCAL_PATH`) builds no payload indexes and warns about each, so none
-are requested there; its text filter lowercases but does not fold accents. It holds its
-folder locked like the embedded store: a second opener fails.
+Local mode (`QDRANT_LOCAL_PATH`) differs by design as differences.py lists: no payload
+indexes (none are requested there), no accent folding in text filters, and its folder is
+locked like the embedded store's, so a second opener fails.
 
 Needs Qdrant 1.16 or later (collection metadata, ASCII folding); docker-compose.yml pins
 one. qdrant-client's own version check is off: it runs on a thread and only warns, and

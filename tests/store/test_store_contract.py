@@ -17,6 +17,7 @@ import pytest
 from alexandria.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from alexandria.store import DENSE, SENTENCES, CollectionInfo, Filter, Store, lexical, open_store
 from alexandria.store import schema as f
+from alexandria.store.differences import ACCENT_FOLDING
 from store.synthetic import (
     BOOK_SIZES,
     COLLECTION,
@@ -24,6 +25,7 @@ from store.synthetic import (
     METADATA,
     PASSAGES,
     axis,
+    engine_of,
     point_id,
     settings_for,
     stored_point,
@@ -186,6 +188,12 @@ def test_author_text_filter_matches_a_word_in_any_case(library: Store) -> None:
             "letter",
         ]
     assert library.count(COLLECTION, Filter(text={f.AUTHOR: "aust"})) == 0  # whole words only
+
+
+def test_author_text_filter_folds_accents_except_where_listed(backend: str, library: Store) -> None:
+    assert library.count(COLLECTION, Filter(text={f.AUTHOR: "ÉMILE"})) == 1
+    folded = 0 if ACCENT_FOLDING.applies_to(engine_of(backend)) else 1
+    assert library.count(COLLECTION, Filter(text={f.AUTHOR: "emile"})) == folded
 
 
 # queries
