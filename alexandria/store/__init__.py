@@ -8,6 +8,7 @@ design that differences.py lists with their reasons:
 - server: qdrant-client against a Qdrant server (or qdrant-client's local mode).
 """
 
+from alexandria.store.common import collection_not_found
 from alexandria.store.factory import open_store
 from alexandria.store.model import (
     DENSE,
@@ -33,5 +34,6 @@ __all__ = [
     "Store",
     "StoredPoint",
     "call_store",
+    "collection_not_found",
     "open_store",
 ]

@@ -48,8 +48,11 @@ def dense_from(vectors: Any) -> np.ndarray | None:
 
 
 def collection_not_found(collection: str) -> NotFound:
-    """The error of every read or write on a collection that does not exist."""
-    return NotFound(f"Collection '{collection}' does not exist; ingest a book into it first.")
+    """The error of every use of a collection that does not exist: the one wording of it."""
+    return NotFound(
+        f"Collection '{collection}' does not exist; ingest a book into it first "
+        "(alexandria_ingest or alexandria_ingest_file), or check the collection name."
+    )
 
 
 def store_closed(location: str) -> Unavailable:
