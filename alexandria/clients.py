@@ -6,7 +6,7 @@ every call, bounded jittered retries for UNAVAILABLE only, and typed exceptions
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,7 +90,7 @@ class ServiceClient:
             raise from_rpc_error(exc, self.name) from None
         raise AssertionError("unreachable: tenacity reraises")
 
-    async def stream(self, method: str, request: Any, timeout: float | None = None) -> AsyncIterator[Any]:
+    async def stream(self, method: str, request: Any, timeout: float | None = None) -> AsyncGenerator[Any, None]:
         """A server-streaming call; retried on UNAVAILABLE only until its first message arrives."""
         rpc = getattr(self.stub, method)
         received = False
@@ -121,7 +121,8 @@ async def check_health(channel: aio.Channel, timeout: float = HEALTH_TIMEOUT_S) 
         )
     except aio.AioRpcError:
         return "UNREACHABLE"
-    return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
+    status: str = health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
+    return status
 
 
 async def health_status(address: str, timeout: float = HEALTH_TIMEOUT_S) -> str:
@@ -160,7 +161,10 @@ class EmbedderClient(ServiceClient):
         self.stream_chunk = settings.embed_stream_chunk
 
     async def model_info(self, wait_for_ready: bool = False) -> embedder_pb2.ModelInfo:
-        return await self.call("GetModelInfo", embedder_pb2.GetModelInfoRequest(), wait_for_ready=wait_for_ready)
+        info: embedder_pb2.ModelInfo = await self.call(
+            "GetModelInfo", embedder_pb2.GetModelInfoRequest(), wait_for_ready=wait_for_ready
+        )
+        return info
 
     async def wait_until_ready(self) -> embedder_pb2.ModelInfo:
         """The model, once the embedder's health says SERVING (it is loading its model until then)."""
@@ -168,10 +172,14 @@ class EmbedderClient(ServiceClient):
         return await self.model_info(wait_for_ready=True)
 
     async def embed(
-        self, texts: list[str], kind: int = embedder_pb2.EMBED_KIND_PASSAGE, neighbour_similarities: bool = False
+        self,
+        texts: list[str],
+        kind: embedder_pb2.EmbedKind = embedder_pb2.EMBED_KIND_PASSAGE,
+        neighbour_similarities: bool = False,
     ) -> embedder_pb2.EmbedResponse:
         request = embedder_pb2.EmbedRequest(texts=texts, kind=kind, neighbour_similarities=neighbour_similarities)
-        return await self.call("Embed", request, timeout=self.settings.embed_timeout_s)
+        response: embedder_pb2.EmbedResponse = await self.call("Embed", request, timeout=self.settings.embed_timeout_s)
+        return response
 
     async def rerank(self, query: str, passages: Sequence[str]) -> np.ndarray:
         """Each passage's relevance to `query` in [0, 1], by the embedder's cross-encoder."""
@@ -180,10 +188,11 @@ class EmbedderClient(ServiceClient):
 
     async def embed_query(self, text: str) -> np.ndarray:
         response = await self.embed([text], kind=embedder_pb2.EMBED_KIND_QUERY)
-        return decode_vectors(response)[0]
+        vector: np.ndarray = decode_vectors(response)[0]
+        return vector
 
     async def embed_many(
-        self, texts: Sequence[str], kind: int = embedder_pb2.EMBED_KIND_PASSAGE
+        self, texts: Sequence[str], kind: embedder_pb2.EmbedKind = embedder_pb2.EMBED_KIND_PASSAGE
     ) -> EmbeddedTexts:
         """Embed any number of texts: one call when they fit a message, else EmbedStream in slices."""
         if len(texts) <= self.stream_chunk:

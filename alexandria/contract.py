@@ -32,9 +32,13 @@ class Bound:
 
     def field(self, description: str) -> Any:
         """The pydantic Field of a tool parameter: JSON Schema minimum/maximum (or exclusive ones)."""
-        low = {"gt": self.low} if self.low_open else {"ge": self.low}
-        high = {"lt": self.high} if self.high_open else {"le": self.high}
-        return Field(**low, **high, description=description)
+        return Field(  # a bound given as None is no bound
+            gt=self.low if self.low_open else None,
+            ge=None if self.low_open else self.low,
+            lt=self.high if self.high_open else None,
+            le=None if self.high_open else self.high,
+            description=description,
+        )
 
     def accepts(self, value: Number) -> bool:
         above = value > self.low if self.low_open else value >= self.low

@@ -12,13 +12,18 @@ INTERNAL with a message that hides internals.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, ClassVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any, ClassVar, TypeVar, cast
 
 import grpc
 from grpc import aio
 
 log = logging.getLogger(__name__)
+
+_TRequest = TypeVar("_TRequest")
+_TResponse = TypeVar("_TResponse")
+# A servicer method's context: this module wraps every method, whatever its messages.
+AnyContext = aio.ServicerContext[Any, Any]
 
 
 class AlexandriaError(Exception):
@@ -115,7 +120,10 @@ def from_rpc_error(error: grpc.RpcError, target: str) -> AlexandriaError:
 def _raised_by_a_service(error: grpc.RpcError) -> bool:
     """True when the status carries a domain error's message rather than the transport's own detail."""
     metadata = error.trailing_metadata() if hasattr(error, "trailing_metadata") else None
-    return any(key == DOMAIN_ERROR_KEY for key, _ in metadata or ())
+    # grpc-stubs type a metadatum as an object with .key; at runtime it is a (key, value) tuple (a namedtuple
+    # from a blocking call, a plain tuple in grpc.aio's Metadata), which only unpacking reads in both.
+    pairs = cast(Iterable[tuple[str, str | bytes]], metadata or ())
+    return any(key == DOMAIN_ERROR_KEY for key, _ in pairs)
 
 
 class ErrorMappingInterceptor(aio.ServerInterceptor):
@@ -126,9 +134,11 @@ class ErrorMappingInterceptor(aio.ServerInterceptor):
 
     async def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[_TRequest, _TResponse] | None]
+        ],
         handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
+    ) -> grpc.RpcMethodHandler[_TRequest, _TResponse] | None:
         handler = await continuation(handler_call_details)
         method = handler_call_details.method
         # Only Alexandria's own services raise domain errors; health and reflection are left as they are.
@@ -136,25 +146,26 @@ class ErrorMappingInterceptor(aio.ServerInterceptor):
             return handler
         if handler.unary_unary:
             return grpc.unary_unary_rpc_method_handler(
-                self._wrap_unary(handler.unary_unary, method),
+                # grpc-stubs type a handler's behaviour as blocking; under grpc.aio it is a coroutine function.
+                self._wrap_unary(handler.unary_unary, method),  # type: ignore[arg-type]
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )
         if handler.unary_stream:
             return grpc.unary_stream_rpc_method_handler(
-                self._wrap_stream(handler.unary_stream, method),
+                self._wrap_stream(handler.unary_stream, method),  # type: ignore[arg-type]  # as above
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )
         if handler.stream_stream:
             return grpc.stream_stream_rpc_method_handler(
-                self._wrap_stream(handler.stream_stream, method),
+                self._wrap_stream(handler.stream_stream, method),  # type: ignore[arg-type]  # as above
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )
         return handler
 
-    async def _abort(self, context: aio.ServicerContext, method: str, exc: BaseException) -> None:
+    async def _abort(self, context: AnyContext, method: str, exc: BaseException) -> None:
         if isinstance(exc, AlexandriaError):
             log.info("%s -> %s: %s", method, exc.code.name, exc.message)
             await context.abort(exc.code, exc.message, trailing_metadata=((DOMAIN_ERROR_KEY, exc.code.name),))
@@ -162,7 +173,7 @@ class ErrorMappingInterceptor(aio.ServerInterceptor):
         await context.abort(grpc.StatusCode.INTERNAL, INTERNAL_MESSAGE.format(service=self._service))
 
     def _wrap_unary(self, behaviour: Callable[..., Awaitable[Any]], method: str) -> Callable[..., Awaitable[Any]]:
-        async def wrapped(request: Any, context: aio.ServicerContext) -> Any:
+        async def wrapped(request: Any, context: AnyContext) -> Any:
             try:
                 return await behaviour(request, context)
             except aio.AbortError:
@@ -173,7 +184,7 @@ class ErrorMappingInterceptor(aio.ServerInterceptor):
         return wrapped
 
     def _wrap_stream(self, behaviour: Callable[..., AsyncIterator[Any]], method: str) -> Callable[..., AsyncIterator[Any]]:
-        async def wrapped(request: Any, context: aio.ServicerContext) -> AsyncIterator[Any]:
+        async def wrapped(request: Any, context: AnyContext) -> AsyncIterator[Any]:
             try:
                 async for item in behaviour(request, context):
                     yield item

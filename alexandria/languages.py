@@ -12,24 +12,26 @@ from __future__ import annotations
 import re
 
 import pycountry
+import pycountry.db
 
 # The primary subtag of a BCP 47 / POSIX tag: "en" in "en-GB", "pt" in "pt_BR", "zh" in "zh-Hant-TW".
 _PRIMARY_SUBTAG = re.compile(r"^([a-z]{2,3})[-_]")
 
 
-def _find(text: str) -> pycountry.db.Language | None:
+def _find(text: str) -> pycountry.db.Data | None:
     # By field, shortest first: pycountry's lookup() would take "en" for the language named "En" (enc).
     if len(text) == 2:
         return pycountry.languages.get(alpha_2=text)
     if len(text) == 3:
         return pycountry.languages.get(alpha_3=text) or pycountry.languages.get(bibliographic=text)
     try:
-        return pycountry.languages.lookup(text)
+        found: pycountry.db.Data = pycountry.languages.lookup(text)  # pycountry leaves its Languages untyped
     except LookupError:
         return None
+    return found
 
 
-def _language(value: str) -> pycountry.db.Language | None:
+def _language(value: str) -> pycountry.db.Data | None:
     text = value.strip().lower()
     if not text:
         return None

@@ -8,7 +8,7 @@ the MCP client, the CLI draws it); `progress_bar` is the text bar the contract s
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from typing import Any
 
@@ -29,7 +29,7 @@ async def _ignore(_message: Message) -> None:
 
 
 async def follow(
-    stream: AsyncIterator[Any],
+    stream: AsyncGenerator[Any, None],
     on_progress: Callable[[common_pb2.Progress], Awaitable[None]],
     on_row: Callable[[ingest_pb2.BatchIngestRow], Awaitable[None]] = _ignore,
 ) -> Message:
@@ -43,5 +43,6 @@ async def follow(
             elif kind == "row":
                 await on_row(event.row)
             elif kind == "result":
-                return event.result
+                result: Message = event.result
+                return result
     raise InternalError("The service ended its stream without a result; the details are in its log. Try again.")

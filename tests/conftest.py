@@ -23,6 +23,8 @@ CORPUS = SHARED / "corpus"
 SHARED_LIBRARY = CORPUS / "calibre-library"
 LOCAL_FILES = CORPUS / "local-files"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+# `backend` and `store`: a test that takes them runs on both store backends.
+pytest_plugins = ["store.backends"]
 
 
 def require_shared() -> Path:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from alexandria.errors import NotFound
+from alexandria.errors import NotFound, Unavailable
 from alexandria.store.model import DENSE, SENTENCES, SPARSE, CollectionInfo
 from alexandria.store.records import CollectionModel
 from alexandria.store.schema import MODEL
@@ -14,7 +14,7 @@ from alexandria.store.schema import MODEL
 
 def dense_list(vector: np.ndarray) -> list[float]:
     """A dense vector as the float list both Qdrant APIs take."""
-    return np.asarray(vector, dtype=np.float32).tolist()
+    return cast(list[float], np.asarray(vector, dtype=np.float32).tolist())
 
 
 def vector_selector(with_vectors: bool) -> list[str] | bool:
@@ -30,7 +30,7 @@ def lexical_terms(vectors: Any) -> frozenset[int]:
 
 def sentences_list(point_sentences: np.ndarray) -> list[list[float]]:
     """A multivector as the nested float lists both Qdrant APIs take."""
-    return np.asarray(point_sentences, dtype=np.float32).tolist()
+    return cast(list[list[float]], np.asarray(point_sentences, dtype=np.float32).tolist())
 
 
 def sentences_from(vectors: Any) -> np.ndarray | None:
@@ -48,8 +48,16 @@ def dense_from(vectors: Any) -> np.ndarray | None:
 
 
 def collection_not_found(collection: str) -> NotFound:
-    """The error of every read or write on a collection that does not exist."""
-    return NotFound(f"Collection '{collection}' does not exist; ingest a book into it first.")
+    """The error of every use of a collection that does not exist: the one wording of it."""
+    return NotFound(
+        f"Collection '{collection}' does not exist; ingest a book into it first "
+        "(alexandria_ingest or alexandria_ingest_file), or check the collection name."
+    )
+
+
+def store_closed(location: str) -> Unavailable:
+    """The error of every call on a store after its `close()`."""
+    return Unavailable(f"The store ({location}) is closed (the service is shutting down); try again.")
 
 
 def check_dimension(info: CollectionInfo, dimension: int, metadata: dict[str, Any]) -> CollectionInfo:

@@ -43,12 +43,12 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, overload
 
 import numpy as np
 import qdrant_edge as edge
 
-from alexandria.errors import FailedPrecondition, Unavailable
+from alexandria.errors import FailedPrecondition
 from alexandria.store import schema
 from alexandria.store.common import (
     check_dimension,
@@ -58,6 +58,7 @@ from alexandria.store.common import (
     lexical_terms,
     sentences_from,
     sentences_list,
+    store_closed,
     vector_selector,
 )
 from alexandria.store.model import (
@@ -69,6 +70,7 @@ from alexandria.store.model import (
     Hit,
     PointRecord,
     SparseVector,
+    Store,
     StoredPoint,
     check_collection_name,
     check_facet_key,
@@ -76,6 +78,13 @@ from alexandria.store.model import (
 )
 
 log = logging.getLogger(__name__)
+
+
+class _Sidecar(TypedDict):
+    """What `<root>/<collection>.json` holds beside a shard."""
+
+    vector_size: int
+    metadata: dict[str, Any]
 
 _INDEXING_THRESHOLD_KB = 10_000
 _SEGMENTS = 8
@@ -91,7 +100,7 @@ _BOOL_INDEX = edge.PayloadSchemaType.Bool
 _TEXT_INDEX = edge.TextIndexParams(tokenizer=edge.TokenizerType.Word, lowercase=True, ascii_folding=True)
 
 
-class EmbeddedStore:
+class EmbeddedStore(Store):
     """`Store` over qdrant-edge shards under one directory, owned by this process alone."""
 
     backend = "embedded"
@@ -203,8 +212,9 @@ class EmbeddedStore:
         """The points with these ids, in the order of `ids`; ids not in the store are left out."""
         if not ids:
             return []
+        point_ids: list[edge.PointId] = [*ids]  # the stub takes only its own list type
         records = self._shard(collection).retrieve(
-            ids, with_payload=True, with_vector=vector_selector(with_vectors)
+            point_ids, with_payload=True, with_vector=vector_selector(with_vectors)
         )
         return [_to_record(r) for r in records]
 
@@ -310,9 +320,7 @@ class EmbeddedStore:
         if shard is not None:
             return shard
         if self._closed:
-            raise Unavailable(
-                f"The store at {self._root} is closed (the service is shutting down); try again."
-            )
+            raise store_closed(str(self._root))
         path = self._root / collection
         if not path.is_dir():
             return None
@@ -387,17 +395,18 @@ class EmbeddedStore:
     def _sidecar_path(self, collection: str) -> Path:
         return self._root / f"{collection}.json"
 
-    def _read_sidecar(self, collection: str) -> dict[str, Any]:
+    def _read_sidecar(self, collection: str) -> _Sidecar:
         path = self._sidecar_path(collection)
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
+            sidecar: _Sidecar = json.loads(path.read_text(encoding="utf-8"))
+            return sidecar
         except FileNotFoundError:
             raise FailedPrecondition(
                 f"Collection '{collection}' has lost its metadata file {path}; "
                 "delete the collection's directory and ingest its books again."
             ) from None
 
-    def _write_sidecar(self, collection: str, content: dict[str, Any]) -> None:
+    def _write_sidecar(self, collection: str, content: _Sidecar) -> None:
         # Write aside, then rename over: a crash leaves the old file or the new one, never half of one.
         path = self._sidecar_path(collection)
         staging = path.with_suffix(".json.tmp")
@@ -408,7 +417,7 @@ class EmbeddedStore:
         os.replace(staging, path)
 
 
-def _payload_indexes() -> list[tuple[str, Any]]:
+def _payload_indexes() -> list[tuple[str, edge.PayloadSchemaType | edge.TextIndexParams]]:
     return [
         *((name, _KEYWORD_INDEX) for name in schema.KEYWORD_INDEXES),
         *((name, _INTEGER_INDEX) for name in schema.INTEGER_INDEXES),
@@ -417,28 +426,35 @@ def _payload_indexes() -> list[tuple[str, Any]]:
     ]
 
 
+@overload
+def _to_edge_filter(where: Filter) -> edge.Filter: ...
+@overload
+def _to_edge_filter(where: Filter | None) -> edge.Filter | None: ...
 def _to_edge_filter(where: Filter | None) -> edge.Filter | None:
     """The one translation of a model Filter into qdrant-edge conditions."""
     if where is None:
         return None
-    must = [edge.FieldCondition(key, match=_match(value)) for key, value in where.must.items()]
+    must: list[edge.ConditionType] = [edge.FieldCondition(key, match=_match(value)) for key, value in where.must.items()]
     must += [edge.FieldCondition(key, match=edge.MatchText(words)) for key, words in where.text.items()]
-    must_not = [edge.FieldCondition(key, match=_match(value)) for key, value in where.must_not.items()]
+    must_not: list[edge.ConditionType] = [
+        edge.FieldCondition(key, match=_match(value)) for key, value in where.must_not.items()
+    ]
     return edge.Filter(must=must or None, must_not=must_not or None)  # no conditions: every point
 
 
-def _match(value: Any) -> Any:
+def _match(value: Any) -> edge.MatchValue | edge.MatchAny:
     if isinstance(value, list):
         return edge.MatchAny(value)
     if isinstance(value, bool):
         # qdrant-edge 0.9 reads a Python bool as the integer 1/0, which never equals a stored
         # true/false; numpy's bool is read as a bool.
-        return edge.MatchValue(np.bool_(value))
+        # The stub allows no numpy bool, though qdrant-edge reads one as a bool: the point of this line.
+        return edge.MatchValue(np.bool_(value))  # type: ignore[arg-type]
     return edge.MatchValue(value)
 
 
 def _to_edge_point(point: StoredPoint) -> edge.Point:
-    vectors = {DENSE: dense_list(point.dense), SPARSE: _to_edge_sparse(point.sparse)}
+    vectors: dict[str, edge.NamedVector] = {DENSE: dense_list(point.dense), SPARSE: _to_edge_sparse(point.sparse)}
     if point.sentences is not None:
         vectors[SENTENCES] = sentences_list(point.sentences)
     return edge.Point(point.id, vectors, point.payload)
@@ -448,6 +464,6 @@ def _to_edge_sparse(vector: SparseVector) -> edge.SparseVector:
     return edge.SparseVector(vector.indices, vector.values)
 
 
-def _to_record(record: Any) -> PointRecord:
+def _to_record(record: edge.Record) -> PointRecord:
     return PointRecord(id=str(record.id), payload=record.payload or {}, dense=dense_from(record.vector),
                        sentences=sentences_from(record.vector))

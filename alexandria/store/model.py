@@ -74,7 +74,7 @@ class Filter:
     `must_not` excludes points whose key equals its value (a list value: any of them).
     `text` matches words inside a text field (schema.TEXT_INDEXES): every word of the value
     must be a whole word of the field, case-insensitively, so {"author": "austen"} matches
-    "Jane Austen" (accents are folded too, except in qdrant-client's local mode).
+    "Jane Austen" (accents are folded too, except in qdrant-client's local mode: differences.ACCENT_FOLDING).
     Values are str, int or bool; list values hold str or int.
     """
 

@@ -6,9 +6,9 @@ on the author, lowercased and accent-folded), and the model that made the vector
 collection's own metadata (`metadata=` on create_collection, Qdrant 1.16+). Hybrid
 search is one `query_points` call: a dense and a sparse prefetch fused with RRF.
 
-Local mode (`QDRANT_LOCAL_PATH`) builds no payload indexes and warns about each, so none
-are requested there; its text filter lowercases but does not fold accents. It holds its
-folder locked like the embedded store: a second opener fails.
+Local mode (`QDRANT_LOCAL_PATH`) differs by design as differences.py lists: no payload
+indexes (none are requested there), no accent folding in text filters, and its folder is
+locked like the embedded store's, so a second opener fails.
 
 Needs Qdrant 1.16 or later (collection metadata, ASCII folding); docker-compose.yml pins
 one. qdrant-client's own version check is off: it runs on a thread and only warns, and
@@ -20,6 +20,7 @@ turns "cannot reach the server" into Unavailable, which callers retry.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -28,7 +29,7 @@ import numpy as np
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from alexandria.errors import FailedPrecondition, PermissionDenied, Unavailable
+from alexandria.errors import AlreadyExists, FailedPrecondition, PermissionDenied, Unavailable
 from alexandria.settings import StoreSettings
 from alexandria.store import schema
 from alexandria.store.common import (
@@ -39,6 +40,7 @@ from alexandria.store.common import (
     lexical_terms,
     sentences_from,
     sentences_list,
+    store_closed,
     vector_selector,
 )
 from alexandria.store.model import (
@@ -50,6 +52,7 @@ from alexandria.store.model import (
     Hit,
     PointRecord,
     SparseVector,
+    Store,
     StoredPoint,
     check_collection_name,
     check_facet_key,
@@ -62,7 +65,7 @@ _TEXT_INDEX = models.TextIndexParams(
 )
 
 
-class ServerStore:
+class ServerStore(Store):
     """`Store` over qdrant-client: a remote Qdrant, or local mode in a folder."""
 
     backend = "server"
@@ -73,6 +76,9 @@ class ServerStore:
         self._location = location
         self._builds_indexes = builds_indexes
         self._known_collections: set[str] = set()
+        self._closed = False
+        # Local mode cannot take two creates at once, and a creator waiting here must find the first one's.
+        self._create_lock = threading.Lock()
 
     @classmethod
     def connect(cls, settings: StoreSettings) -> ServerStore:
@@ -101,47 +107,33 @@ class ServerStore:
     def collection_info(self, collection: str) -> CollectionInfo | None:
         """None when the collection does not exist."""
         check_collection_name(collection)
+        if self._closed:
+            raise store_closed(self._location)
         with self._errors(collection):
             if not self._client.collection_exists(collection):
                 return None
             described = self._client.get_collection(collection)
             points = self._client.count(collection, exact=True).count
+        vectors = described.config.params.vectors
+        if not isinstance(vectors, dict) or DENSE not in vectors:
+            raise FailedPrecondition(
+                f"Collection '{collection}' in {self._location} has no '{DENSE}' vector: Alexandria did not make it; "
+                "use another collection name."
+            )
         return CollectionInfo(
             name=collection,
             points_count=points,
-            vector_size=described.config.params.vectors[DENSE].size,
+            vector_size=vectors[DENSE].size,
             status=described.status.value,
             metadata=dict(described.config.metadata or {}),
         )
 
     def ensure_collection(self, collection: str, dimension: int, metadata: dict[str, Any]) -> CollectionInfo:
         """Create the collection (dense cosine + sparse lexical with IDF, payload indexes), or return it."""
-        info = self.collection_info(collection)
-        if info is None:
-            with self._errors(collection):
-                self._client.create_collection(
-                    collection,
-                    vectors_config={
-                        DENSE: models.VectorParams(size=dimension, distance=models.Distance.COSINE),
-                        # Read back with hits to score them, never searched: no index to build; half
-                        # precision halves the largest part of the store at no cost to a cosine's 2nd decimal.
-                        SENTENCES: models.VectorParams(
-                            size=dimension,
-                            distance=models.Distance.COSINE,
-                            datatype=models.Datatype.FLOAT16,
-                            multivector_config=models.MultiVectorConfig(
-                                comparator=models.MultiVectorComparator.MAX_SIM
-                            ),
-                            hnsw_config=models.HnswConfigDiff(m=0),
-                        ),
-                    },
-                    sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
-                    metadata=metadata,
-                )
-            log.info("created collection %s (%d dims) in %s", collection, dimension, self._location)
-            info = CollectionInfo(
-                collection, points_count=0, vector_size=dimension, status="green", metadata=metadata
-            )
+        with self._create_lock:
+            info = self.collection_info(collection)
+            if info is None:
+                info = self._create_collection(collection, dimension, metadata)
         check_dimension(info, dimension, metadata)
         if self._builds_indexes:
             # Idempotent, and it gives collections made before an index was added to schema.py that index.
@@ -275,7 +267,8 @@ class ServerStore:
         return {str(p.id): float(p.score) for p in response.points}
 
     def close(self) -> None:
-        """Close the client (local mode: release its folder)."""
+        """Close the client (local mode: release its folder); later calls raise Unavailable."""
+        self._closed = True
         self._client.close()
 
     # internals
@@ -296,8 +289,42 @@ class ServerStore:
             for p in response.points
         ]
 
+    def _create_collection(self, collection: str, dimension: int, metadata: dict[str, Any]) -> CollectionInfo:
+        try:
+            with self._errors(collection):
+                self._client.create_collection(
+                    collection,
+                    vectors_config={
+                        DENSE: models.VectorParams(size=dimension, distance=models.Distance.COSINE),
+                        # Read back with hits to score them, never searched: no index to build; half
+                        # precision halves the largest part of the store at no cost to a cosine's 2nd decimal.
+                        SENTENCES: models.VectorParams(
+                            size=dimension,
+                            distance=models.Distance.COSINE,
+                            datatype=models.Datatype.FLOAT16,
+                            multivector_config=models.MultiVectorConfig(
+                                comparator=models.MultiVectorComparator.MAX_SIM
+                            ),
+                            hnsw_config=models.HnswConfigDiff(m=0),
+                        ),
+                    },
+                    sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+                    metadata=metadata,
+                )
+        except AlreadyExists:
+            # Another process created it since we looked (a server's 409): use theirs, as the embedded
+            # store uses a shard it finds.
+            existing = self.collection_info(collection)
+            if existing is None:  # and deleted it already
+                raise
+            return existing
+        log.info("created collection %s (%d dims) in %s", collection, dimension, self._location)
+        return CollectionInfo(collection, points_count=0, vector_size=dimension, status="green", metadata=metadata)
+
     def _require(self, collection: str) -> str:
-        """`collection`, known to exist (asked once per process), or NotFound."""
+        """`collection`, known to exist (asked once per process), or NotFound; Unavailable once closed."""
+        if self._closed:
+            raise store_closed(self._location)
         if collection not in self._known_collections:
             if self.collection_info(collection) is None:
                 raise collection_not_found(collection)
@@ -318,6 +345,8 @@ class ServerStore:
             if exc.status_code == 404:
                 self._known_collections.discard(collection)
                 raise collection_not_found(collection) from exc
+            if exc.status_code == 409:
+                raise AlreadyExists(f"Collection '{collection}' already exists in {self._location}.") from exc
             if exc.status_code in (401, 403):
                 raise PermissionDenied(
                     f"{self._location} refused the request; check QDRANT_API_KEY."

@@ -100,7 +100,9 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
         return self._ready
 
     async def GetModelInfo(
-        self, request: embedder_pb2.GetModelInfoRequest, context: aio.ServicerContext
+        self,
+        request: embedder_pb2.GetModelInfoRequest,
+        context: aio.ServicerContext[embedder_pb2.GetModelInfoRequest, embedder_pb2.ModelInfo],
     ) -> embedder_pb2.ModelInfo:
         ready = self._require_ready()
         model = ready.model
@@ -116,7 +118,9 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
         )
 
     async def Rerank(
-        self, request: embedder_pb2.RerankRequest, context: aio.ServicerContext
+        self,
+        request: embedder_pb2.RerankRequest,
+        context: aio.ServicerContext[embedder_pb2.RerankRequest, embedder_pb2.RerankResponse],
     ) -> embedder_pb2.RerankResponse:
         reranker = self._require_ready().reranker
         if reranker is None:
@@ -134,12 +138,16 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
         return embedder_pb2.RerankResponse(scores=scores.tolist(), reranker=reranker.name)
 
     async def Embed(
-        self, request: embedder_pb2.EmbedRequest, context: aio.ServicerContext
+        self,
+        request: embedder_pb2.EmbedRequest,
+        context: aio.ServicerContext[embedder_pb2.EmbedRequest, embedder_pb2.EmbedResponse],
     ) -> embedder_pb2.EmbedResponse:
         return await self._embed(request)
 
     async def EmbedStream(
-        self, request_iterator: AsyncIterator[embedder_pb2.EmbedRequest], context: aio.ServicerContext
+        self,
+        request_iterator: AsyncIterator[embedder_pb2.EmbedRequest],
+        context: aio.ServicerContext[embedder_pb2.EmbedRequest, embedder_pb2.EmbedResponse],
     ) -> AsyncIterator[embedder_pb2.EmbedResponse]:
         # One message ahead: the next slice is queued while the current one is being encoded,
         # so the model never waits for the network between slices.

@@ -15,7 +15,7 @@ import numpy as np
 
 from alexandria.book_identity import FileVersion
 from alexandria.errors import AlreadyExists, NotFound
-from alexandria.store import Filter, Store, StoredPoint
+from alexandria.store import Filter, Store, StoredPoint, collection_not_found
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_document
 from alexandria.store.records import (
@@ -122,7 +122,7 @@ class BookWriter:
     def find_book_key(self, where: Filter, what: str) -> tuple[str, str, str]:
         """(book key, title, author) of the one book matching `where`, or NotFound naming `what`."""
         if self.store.collection_info(self.collection) is None:
-            raise NotFound(f"Collection '{self.collection}' does not exist: nothing has been ingested into it.")
+            raise collection_not_found(self.collection)
         records = self.store.scroll(self.collection, where, limit=1)
         if not records:
             raise NotFound(f"No ingested book matches {what} in collection '{self.collection}'.")

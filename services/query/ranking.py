@@ -80,7 +80,8 @@ def measure(store: Store, collection: str, hits: Sequence[Hit], vector: np.ndarr
 def semantic_relevance(signals: Signals, similarity_floor: float) -> np.ndarray:
     """Cosines rescaled so that 0 is what unrelated texts get from this model and 1 is identical text."""
     cosine = (signals.chunk_cosine + signals.sentence_cosine) / 2
-    return np.clip((cosine - similarity_floor) / (1.0 - similarity_floor), 0.0, 1.0)
+    relevance: np.ndarray = np.clip((cosine - similarity_floor) / (1.0 - similarity_floor), 0.0, 1.0)
+    return relevance
 
 
 def lexical_relevance(signals: Signals) -> np.ndarray:

@@ -31,7 +31,16 @@ import numpy as np
 from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
 from alexandria.errors import FailedPrecondition, InvalidArgument, NotFound
 from alexandria.languages import language_spellings
-from alexandria.store import CollectionInfo, Filter, Hit, PointRecord, SparseVector, Store, call_store
+from alexandria.store import (
+    CollectionInfo,
+    Filter,
+    Hit,
+    PointRecord,
+    SparseVector,
+    Store,
+    call_store,
+    collection_not_found,
+)
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_query
 from alexandria.store.records import BookRecord, ChunkRecord, CollectionModel, complete
@@ -102,16 +111,14 @@ def validate(query: SearchQuery) -> None:
         raise InvalidArgument("No collection named; pass one or set QDRANT_COLLECTION.")
 
 
-def check_collection(collection: str, info: CollectionInfo | None, query_vector: QueryVector) -> None:
-    """The collection exists, holds points, and was embedded by the model that embedded the query."""
+def check_collection(collection: str, info: CollectionInfo | None, query_vector: QueryVector) -> CollectionInfo:
+    """`info`, once the collection exists, holds points, and was embedded by the model that embedded the query."""
     if info is None:
-        raise NotFound(
-            f"Collection '{collection}' does not exist; ingest a book into it first "
-            "(alexandria_ingest or alexandria_ingest_file), or check the collection name."
-        )
+        raise collection_not_found(collection)
     if info.points_count == 0:
         raise FailedPrecondition(f"Collection '{collection}' is empty; ingest a book into it before searching.")
     CollectionModel.of(info).check(collection, query_vector.model, int(query_vector.vector.shape[0]))
+    return info
 
 
 class Searcher:
@@ -170,8 +177,7 @@ class Searcher:
             if remembered.matches(query_vector.model, int(query_vector.vector.shape[0])):
                 return query_vector
             info = await call_store(self.store, self.store.collection_info, collection)
-        check_collection(collection, info, query_vector)
-        self._embedded_with[collection] = CollectionModel.of(info)
+        self._embedded_with[collection] = CollectionModel.of(check_collection(collection, info, query_vector))
         return query_vector
 
     async def _rank(self, query: SearchQuery, query_vector: QueryVector, terms: SparseVector) -> Ranked:

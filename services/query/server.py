@@ -189,7 +189,11 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
         self.prompts = prompts
         self.settings = settings
 
-    async def Search(self, request: query_pb2.SearchRequest, context: aio.ServicerContext) -> query_pb2.SearchResponse:
+    async def Search(
+        self,
+        request: query_pb2.SearchRequest,
+        context: aio.ServicerContext[query_pb2.SearchRequest, query_pb2.SearchResponse],
+    ) -> query_pb2.SearchResponse:
         # Resolved first: an unknown guardian or pattern fails before any search work.
         instruction = self.prompts.compose(request.guardian, request.response_pattern)
         query = search_query(request, self.settings.store.qdrant_collection)
@@ -199,7 +203,9 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
         return search_response(outcome, instruction)
 
     async def ListGuardians(
-        self, request: query_pb2.ListGuardiansRequest, context: aio.ServicerContext
+        self,
+        request: query_pb2.ListGuardiansRequest,
+        context: aio.ServicerContext[query_pb2.ListGuardiansRequest, query_pb2.ListGuardiansResponse],
     ) -> query_pb2.ListGuardiansResponse:
         guardians = [guardian_message(g) for g in sorted(self.prompts.guardians.values(), key=lambda g: g.id)]
         return query_pb2.ListGuardiansResponse(
@@ -207,7 +213,11 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
         )
 
     async def ListResponsePatterns(
-        self, request: query_pb2.ListResponsePatternsRequest, context: aio.ServicerContext
+        self,
+        request: query_pb2.ListResponsePatternsRequest,
+        context: aio.ServicerContext[
+            query_pb2.ListResponsePatternsRequest, query_pb2.ListResponsePatternsResponse
+        ],
     ) -> query_pb2.ListResponsePatternsResponse:
         patterns = [
             query_pb2.ResponsePattern(
@@ -218,7 +228,9 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
         return query_pb2.ListResponsePatternsResponse(patterns=patterns, category_defaults=self.prompts.category_defaults)
 
     async def GetCollectionStats(
-        self, request: query_pb2.GetCollectionStatsRequest, context: aio.ServicerContext
+        self,
+        request: query_pb2.GetCollectionStatsRequest,
+        context: aio.ServicerContext[query_pb2.GetCollectionStatsRequest, query_pb2.CollectionStats],
     ) -> query_pb2.CollectionStats:
         collection = request.collection or self.settings.store.qdrant_collection
         stats = await asyncio.to_thread(collection_stats, self.searcher.store, collection)

@@ -1,15 +1,14 @@
-"""The writer on the real embedded store: a book is visible whole or not at all, and a new version
-replaces the old one without a search ever seeing the book twice."""
+"""The writer on both store backends (the `store` fixture): a book is visible whole or not at all, and a new
+version replaces the old one without a search ever seeing the book twice."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
+import pytest
 
 from alexandria.book_identity import FileVersion
-from alexandria.settings import StoreSettings
-from alexandria.store import Filter, Hit, StoredPoint, open_store
+from alexandria.errors import AlreadyExists, FailedPrecondition, NotFound
+from alexandria.store import Filter, Hit, Store, StoredPoint
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_document
 from alexandria.store.records import BookRecord, ChunkRecord, complete, complete_file_versions
@@ -31,23 +30,18 @@ def version_points(version: int, texts: list[str]) -> list[StoredPoint]:
     return points
 
 
-def test_a_new_version_replaces_the_old_one_whole(tmp_path: Path) -> None:
-    store = open_store(StoreSettings(alexandria_data_dir=tmp_path, qdrant_host=None, qdrant_url=None,
-                                     qdrant_local_path=None))
-    try:
-        writer = BookWriter(store, "books")
-        writer.ensure_collection(DIMENSION, "m")
-        writer.write(KEY, 1, version_points(1, ["old one", "old two", "old three"]))
-        assert store.count("books", complete()) == 3
-        writer.write(KEY, 2, version_points(2, ["new one", "new two"]))
-        left = store.scroll("books", Filter(must={f.BOOK_KEY: KEY}), limit=10)
-        assert sorted(ChunkRecord.from_payload(r.payload).text for r in left) == ["new one", "new two"]
-        assert all(ChunkRecord.from_payload(r.payload).book.complete for r in left)
-        assert complete_file_versions(store, "books") == {KEY: FileVersion.parse("EPUB:2:1:hash2")}
-        writer.restamp(KEY, FileVersion.parse("EPUB:2:5:hash2"))
-        assert complete_file_versions(store, "books") == {KEY: FileVersion.parse("EPUB:2:5:hash2")}
-    finally:
-        store.close()
+def test_a_new_version_replaces_the_old_one_whole(store: Store) -> None:
+    writer = BookWriter(store, "books")
+    writer.ensure_collection(DIMENSION, "m")
+    writer.write(KEY, 1, version_points(1, ["old one", "old two", "old three"]))
+    assert store.count("books", complete()) == 3
+    writer.write(KEY, 2, version_points(2, ["new one", "new two"]))
+    left = store.scroll("books", Filter(must={f.BOOK_KEY: KEY}), limit=10)
+    assert sorted(ChunkRecord.from_payload(r.payload).text for r in left) == ["new one", "new two"]
+    assert all(ChunkRecord.from_payload(r.payload).book.complete for r in left)
+    assert complete_file_versions(store, "books") == {KEY: FileVersion.parse("EPUB:2:1:hash2")}
+    writer.restamp(KEY, FileVersion.parse("EPUB:2:5:hash2"))
+    assert complete_file_versions(store, "books") == {KEY: FileVersion.parse("EPUB:2:5:hash2")}
 
 
 def test_while_two_versions_are_visible_a_search_keeps_the_newest_of_each_book() -> None:
@@ -56,3 +50,28 @@ def test_while_two_versions_are_visible_a_search_keeps_the_newest_of_each_book()
 
     hits = [hit("old", KEY, 1), hit("new", KEY, 2), hit("other", "uuid-persuasion", 1), hit("new too", KEY, 2)]
     assert [h.id for h in newest_versions(hits)] == ["new", "other", "new too"]
+
+
+def test_the_sync_reads_and_removes_books_through_the_writer(store: Store) -> None:
+    writer = BookWriter(store, "books")
+    assert writer.held_file_versions() == {}  # no collection yet
+    writer.refuse_if_ingested(KEY, "Emma")
+    with pytest.raises(NotFound, match="'books' does not exist"):
+        writer.find_book_key(Filter(must={f.BOOK_KEY: KEY}), KEY)
+
+    writer.ensure_collection(DIMENSION, "m")
+    writer.ensure_collection(DIMENSION, "m")  # the collection of this model: kept
+    with pytest.raises(FailedPrecondition, match="holds vectors of m"):
+        writer.ensure_collection(DIMENSION, "other")
+    writer.write(KEY, 1, version_points(1, ["one", "two"]))
+
+    assert writer.held_file_versions() == {KEY: FileVersion.parse("EPUB:1:1:hash1")}
+    with pytest.raises(AlreadyExists, match="'Emma' is in collection 'books'"):
+        writer.refuse_if_ingested(KEY, "Emma")
+    assert writer.find_book_key(Filter(must={f.BOOK_KEY: KEY}), KEY) == (KEY, "Emma", "Jane Austen")
+    with pytest.raises(NotFound, match="No ingested book matches uuid-other"):
+        writer.find_book_key(Filter(must={f.BOOK_KEY: "uuid-other"}), "uuid-other")
+
+    assert writer.remove(KEY, "Emma", "Jane Austen").points == 2
+    assert writer.held_file_versions() == {}
+    writer.refuse_if_ingested(KEY, "Emma")

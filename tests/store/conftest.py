@@ -1,26 +1,11 @@
-"""Each store test runs on both backends, opened on a fresh folder."""
+"""Each store test runs on both backends (`backend` and `store`, from store/backends.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
-from alexandria.store import Store, open_store
-from store.synthetic import COLLECTION, DIMENSION, METADATA, PASSAGES, settings_for, stored_point
-
-
-@pytest.fixture(params=["embedded", "server"])
-def backend(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
-@pytest.fixture
-def store(backend: str, tmp_path: Path) -> Iterator[Store]:
-    opened = open_store(settings_for(backend, tmp_path))
-    yield opened
-    opened.close()
+from alexandria.store import Store
+from store.synthetic import COLLECTION, DIMENSION, METADATA, PASSAGES, stored_point
 
 
 @pytest.fixture

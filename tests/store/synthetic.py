@@ -15,6 +15,7 @@ import numpy as np
 from alexandria.settings import StoreSettings
 from alexandria.store import StoredPoint, lexical
 from alexandria.store import schema as f
+from alexandria.store.differences import Engine
 
 DIMENSION = 8
 COLLECTION = "library"
@@ -29,6 +30,11 @@ def settings_for(backend: str, folder: Path) -> StoreSettings:
             alexandria_data_dir=folder, qdrant_host=None, qdrant_url=None, qdrant_local_path=None
         )
     return StoreSettings(qdrant_local_path=folder / "qdrant-local", qdrant_host=None, qdrant_url=None)
+
+
+def engine_of(backend: str) -> Engine:
+    """The engine `settings_for(backend, ...)` runs on: the server backend runs in local mode here."""
+    return Engine.EMBEDDED if backend == "embedded" else Engine.LOCAL
 
 
 def axis(index: int, tilt: int | None = None) -> np.ndarray:

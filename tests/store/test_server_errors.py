@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import socket
+from typing import Any
 
+import httpx
 import pytest
+from qdrant_client import QdrantClient
+from qdrant_client.http.exceptions import UnexpectedResponse
 
 from alexandria.errors import Unavailable
 from alexandria.settings import StoreSettings
 from alexandria.store import open_store
+from alexandria.store.server import ServerStore
+from store.synthetic import COLLECTION, DIMENSION, METADATA, PASSAGES, stored_point
 
 
 def closed_port() -> int:
@@ -25,5 +31,31 @@ def test_an_unreachable_server_is_unavailable_naming_its_url() -> None:
         for operation in (lambda: store.collection_info("library"), lambda: store.count("library")):
             with pytest.raises(Unavailable, match=f"Qdrant at {url} cannot be reached"):
                 operation()
+    finally:
+        store.close()
+
+
+class LosingCreatorClient(QdrantClient):
+    """Answers a create as a Qdrant server answers the loser of two creators in other processes: the
+    other one makes the collection first, and this create gets 409 Conflict."""
+
+    def create_collection(self, collection_name: str, *args: Any, **kwargs: Any) -> bool:
+        super().create_collection(collection_name, *args, **kwargs)  # the winner's create
+        raise UnexpectedResponse(
+            409,
+            "Conflict",
+            f'{{"status":{{"error":"Wrong input: Collection `{collection_name}` already exists!"}}}}'.encode(),
+            httpx.Headers(),
+        )
+
+
+def test_a_create_that_another_creator_won_gets_the_collection_it_made() -> None:
+    store = ServerStore(LosingCreatorClient(":memory:"), "Qdrant in memory", builds_indexes=False)
+    try:
+        info = store.ensure_collection(COLLECTION, DIMENSION, METADATA)
+
+        assert (info.name, info.vector_size, info.metadata) == (COLLECTION, DIMENSION, METADATA)
+        store.upsert(COLLECTION, [stored_point(PASSAGES[0])])
+        assert store.count(COLLECTION) == 1
     finally:
         store.close()

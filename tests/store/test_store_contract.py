@@ -6,14 +6,18 @@ server); the embedded backend is the real qdrant-edge engine. Both on a fresh tm
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from alexandria.errors import FailedPrecondition, InvalidArgument, NotFound
-from alexandria.store import DENSE, SENTENCES, Filter, Store, lexical, open_store
+from alexandria.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
+from alexandria.store import DENSE, SENTENCES, CollectionInfo, Filter, Store, lexical, open_store
 from alexandria.store import schema as f
+from alexandria.store.differences import ACCENT_FOLDING
 from store.synthetic import (
     BOOK_SIZES,
     COLLECTION,
@@ -21,6 +25,7 @@ from store.synthetic import (
     METADATA,
     PASSAGES,
     axis,
+    engine_of,
     point_id,
     settings_for,
     stored_point,
@@ -59,16 +64,50 @@ def test_dimension_mismatch_is_refused_naming_both_models(store: Store) -> None:
     assert "(8 dims)" in message and "(16 dims)" in message
 
 
-def test_unknown_collection_is_not_found_on_reads_and_writes(store: Store) -> None:
-    for operation in (
-        lambda: store.count("missing"),
-        lambda: store.scroll("missing", None, limit=5),
-        lambda: store.retrieve("missing", [point_id("whale")]),
-        lambda: store.query_dense("missing", axis(0), None, limit=3),
-        lambda: store.upsert("missing", [stored_point(PASSAGES[0])]),
-    ):
-        with pytest.raises(NotFound, match="'missing' does not exist; ingest a book"):
-            operation()
+# Every method of the contract once, with arguments that reach the collection (no early answer for an
+# empty list): the tests below run each of them on a missing collection and on a closed store.
+CALLS: dict[str, Callable[[Store, str], object]] = {
+    "collection_info": lambda store, collection: store.collection_info(collection),
+    "ensure_collection": lambda store, collection: store.ensure_collection(collection, DIMENSION, METADATA),
+    "upsert": lambda store, collection: store.upsert(collection, [stored_point(PASSAGES[0])]),
+    "set_payload": lambda store, collection: store.set_payload(collection, Filter(), {f.COMPLETE: True}),
+    "delete": lambda store, collection: store.delete(collection, Filter(must={f.BOOK_KEY: "moby"})),
+    "count": lambda store, collection: store.count(collection),
+    "scroll": lambda store, collection: store.scroll(collection, None, limit=5),
+    "retrieve": lambda store, collection: store.retrieve(collection, [point_id("whale")]),
+    "facet_counts": lambda store, collection: store.facet_counts(collection, f.BOOK_KEY),
+    "query_dense": lambda store, collection: store.query_dense(collection, axis(0), None, limit=3),
+    "query_sparse": lambda store, collection: store.query_sparse(
+        collection, lexical.encode_query("whale"), None, limit=3
+    ),
+    "query_hybrid": lambda store, collection: store.query_hybrid(
+        collection, axis(0), lexical.encode_query("whale"), None, limit=3, prefetch_limit=3
+    ),
+    "similarities": lambda store, collection: store.similarities(collection, [point_id("whale")], axis(0), DENSE),
+    "optimize": lambda store, collection: store.optimize(collection),
+}
+
+
+def test_the_calls_cover_every_method_of_the_contract() -> None:
+    methods = {name for name, member in vars(Store).items() if callable(member) and not name.startswith("_")}
+    assert set(CALLS) == methods - {"close"}
+
+
+# collection_info and ensure_collection answer a missing collection (None; creating it): tested above.
+@pytest.mark.parametrize("method", sorted(set(CALLS) - {"collection_info", "ensure_collection"}))
+def test_every_read_and_write_of_a_missing_collection_is_not_found(store: Store, method: str) -> None:
+    with pytest.raises(NotFound, match="'missing' does not exist; ingest a book"):
+        CALLS[method](store, "missing")
+
+
+@pytest.mark.parametrize("method", sorted(CALLS))
+def test_every_method_of_a_closed_store_is_unavailable(library: Store, method: str) -> None:
+    library.close()
+
+    for collection in (COLLECTION, "missing"):
+        with pytest.raises(Unavailable, match="is closed"):
+            CALLS[method](library, collection)
+    library.close()  # closing again is harmless
 
 
 def test_unsafe_collection_names_are_refused(store: Store) -> None:
@@ -149,6 +188,12 @@ def test_author_text_filter_matches_a_word_in_any_case(library: Store) -> None:
             "letter",
         ]
     assert library.count(COLLECTION, Filter(text={f.AUTHOR: "aust"})) == 0  # whole words only
+
+
+def test_author_text_filter_folds_accents_except_where_listed(backend: str, library: Store) -> None:
+    assert library.count(COLLECTION, Filter(text={f.AUTHOR: "ÉMILE"})) == 1
+    folded = 0 if ACCENT_FOLDING.applies_to(engine_of(backend)) else 1
+    assert library.count(COLLECTION, Filter(text={f.AUTHOR: "emile"})) == folded
 
 
 # queries
@@ -290,3 +335,18 @@ def test_similarities_are_cosines_to_the_best_sentence_or_to_the_dense_vector(li
                                       for i in wanted}, abs=1e-5)
     assert by_dense[point.id] == pytest.approx(1.0, abs=1e-5)
     assert library.similarities(COLLECTION, [], query, DENSE) == {}
+
+
+def test_two_creators_of_one_collection_at_once_both_get_it(store: Store) -> None:
+    for attempt in range(20):
+        collection = f"raced-{attempt}"
+        start = threading.Barrier(2)
+
+        def create(collection: str = collection, start: threading.Barrier = start) -> CollectionInfo:
+            start.wait()
+            return store.ensure_collection(collection, DIMENSION, METADATA)
+
+        with ThreadPoolExecutor(2) as pool:
+            infos = [future.result() for future in [pool.submit(create), pool.submit(create)]]
+
+        assert [(i.name, i.vector_size, i.metadata) for i in infos] == [(collection, DIMENSION, METADATA)] * 2
