@@ -47,10 +47,10 @@ PREFIX_TABLE: tuple[tuple[re.Pattern[str], Prefixes], ...] = (
 )
 
 
-def detect_prefixes(model_name: str, saved_prompts: Mapping[str, str]) -> Prefixes:
+def detect_prefixes(model_name: str, saved_prompts: Mapping[str, str | None]) -> Prefixes:
     """The prefixes a model needs: its own saved prompts if it has any, else the first table match."""
-    query = saved_prompts.get("query", "")
-    passage = next((saved_prompts[k] for k in ("passage", "document", "corpus") if saved_prompts.get(k)), "")
+    query = saved_prompts.get("query") or ""
+    passage = next((prompt for k in ("passage", "document", "corpus") if (prompt := saved_prompts.get(k))), "")
     if query or passage:
         return Prefixes(query=query, passage=passage)
     normalised = model_name.lower().replace("_", "-")

