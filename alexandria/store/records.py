@@ -91,7 +91,7 @@ class ChunkRecord:
     parent_id: str | None = None  # a child's parent point
     page_start: int | None = None
     page_end: int | None = None
-    text_source: str = "text"  # "ocr" when read from scanned pages
+    text_source: f.TextSource = f.TextSource.TEXT
 
     def to_payload(self) -> dict[str, Any]:
         payload = {
@@ -106,7 +106,7 @@ class ChunkRecord:
         if self.page_start is not None:
             payload[f.PAGE_START] = self.page_start
             payload[f.PAGE_END] = self.page_end
-        if self.text_source != "text":
+        if self.text_source != f.TextSource.TEXT:
             payload[f.TEXT_SOURCE] = self.text_source
         return payload
 
@@ -126,7 +126,7 @@ class ChunkRecord:
             parent_id=payload.get(f.PARENT_ID) or None,
             page_start=_optional_int(payload.get(f.PAGE_START)),
             page_end=_optional_int(payload.get(f.PAGE_END)),
-            text_source=str(payload.get(f.TEXT_SOURCE, "text")),
+            text_source=f.TextSource(payload.get(f.TEXT_SOURCE, f.TextSource.TEXT)),
         )
 
 

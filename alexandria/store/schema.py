@@ -16,6 +16,13 @@ class Level(StrEnum):
     FLAT = "flat"      # a semantic chunk of a book ingested without hierarchy
 
 
+class TextSource(StrEnum):
+    """Where a chunk's text was read from."""
+
+    TEXT = "text"  # the file's own text
+    OCR = "ocr"    # scanned pages, read by OCR
+
+
 # identity
 BOOK_KEY = "book_key"          # Calibre book uuid, or a local file's local_book_key (book_identity.py)
 CALIBRE_ID = "calibre_id"      # int, Calibre books only
@@ -42,7 +49,7 @@ CHAPTER_INDEX = "chapter_index"
 POSITION = "position"          # order of the chunk in the whole book
 PAGE_START = "page_start"
 PAGE_END = "page_end"
-TEXT_SOURCE = "text_source"    # "ocr" when the chunk's text was read from scanned pages; absent: "text"
+TEXT_SOURCE = "text_source"    # a TextSource; absent: TEXT
 WORD_COUNT = "word_count"
 
 # provenance

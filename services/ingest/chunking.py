@@ -32,7 +32,7 @@ import numpy as np
 
 from alexandria.contract import CHUNK_THRESHOLD, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
 from alexandria.errors import InvalidArgument
-from alexandria.store.schema import Level
+from alexandria.store.schema import Level, TextSource
 from services.ingest.documents import (
     WORD_PATTERN,
     BreakKind,
@@ -248,11 +248,12 @@ def chunk_book(
     return ChunkedBook(params, hierarchical, tuple(chunks), tuple(parents))
 
 
-def text_source(book: ExtractedBook, page_start: int | None, page_end: int | None) -> str:
-    """"ocr" when any page of the span was read by OCR, else "text"."""
+def text_source(book: ExtractedBook, page_start: int | None, page_end: int | None) -> TextSource:
+    """OCR when any page of the span was read by OCR, else TEXT."""
     if page_start is None or not book.ocr_pages:
-        return "text"
-    return "ocr" if any(page in book.ocr_pages for page in range(page_start, (page_end or page_start) + 1)) else "text"
+        return TextSource.TEXT
+    pages = range(page_start, (page_end or page_start) + 1)
+    return TextSource.OCR if any(page in book.ocr_pages for page in pages) else TextSource.TEXT
 
 
 def _context(sentences: Sequence[Sentence], start: int, end: int, tail: bool) -> str:

@@ -14,7 +14,7 @@ from enum import StrEnum
 from functools import cached_property
 
 from alexandria.contract import CHUNK_THRESHOLD, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
-from alexandria.store.schema import Level
+from alexandria.store.schema import Level, TextSource
 
 # Runs of letters/digits; an inner apostrophe (straight or curly) keeps a word together
 # ("don't", "o'er"), a hyphen splits ("well-known" is two). The corpus manifest counts this way.
@@ -144,7 +144,7 @@ class ChunkLocator:
     position: int  # 0-based order of the chunk among the book's chunks of its kind
     page_start: int | None = None
     page_end: int | None = None
-    text_source: str = "text"  # "ocr" when its text was read from a scanned page
+    text_source: TextSource = TextSource.TEXT
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from alexandria.store.schema import TextSource
+
 
 class ContextMode(StrEnum):
     PRECISE = "precise"              # the matched chunks only
@@ -29,7 +31,7 @@ class Locator:
     position: int
     page_start: int | None
     page_end: int | None
-    text_source: str = "text"
+    text_source: TextSource = TextSource.TEXT
 
 
 @dataclass(frozen=True)
