@@ -16,7 +16,6 @@ from alexandria import settings as config
 from alexandria.errors import AlexandriaError
 from alexandria.grpc_server import ServiceServer, serve_until_signal
 from alexandria.logs import configure_logging
-from alexandria.stack import SERVICES
 from alexandria.store import Store, open_store
 
 log = logging.getLogger(__name__)
@@ -27,6 +26,8 @@ _SETTINGS = {
     "ingest": config.IngestSettings,
     "query": config.QuerySettings,
 }
+# The four services, in the order a stack starts them.
+SERVICES = tuple(_SETTINGS)
 
 
 def uses_store(name: str) -> bool:

@@ -22,7 +22,6 @@ SHARED = REPO_ROOT.parent / "shared"
 CORPUS = SHARED / "corpus"
 SHARED_LIBRARY = CORPUS / "calibre-library"
 LOCAL_FILES = CORPUS / "local-files"
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def require_shared() -> Path:

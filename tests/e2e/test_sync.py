@@ -15,15 +15,15 @@ import time
 from pathlib import Path
 
 from catalog.scratch import copy_library, open_for_writing
-from conftest import FIXTURES, LOCAL_FILES
+from conftest import LOCAL_FILES
 from mcp import Client
 
+from alexandria_stack.layout import SAMPLE_LIBRARY as LIBRARY
 from e2e.mcp_calls import call
 from e2e.stack import RunningStack, start_stack
 from services.ingest.sync import SyncState
 
-LIBRARY = FIXTURES / "library"
-MARGARET = 1  # the fixture library's author id of book 1
+MARGARET = 1  # the sample library's author id of book 1
 
 
 def calibredb(library: Path, *args: str) -> None:

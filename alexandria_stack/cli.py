@@ -29,8 +29,8 @@ from alexandria.errors import AlexandriaError, Unavailable
 from alexandria.logs import configure_logging
 from alexandria.progress import follow, progress_bar
 from alexandria.settings import ClientSettings, CommonSettings, GatewaySettings, StackSettings
-from alexandria.stack import StackLayout
 from alexandria.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
+from alexandria_stack.layout import StackLayout
 
 
 def _progress_line(progress: common_pb2.Progress, eta_s: float | None = None) -> str:
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> None:
     layout = StackLayout.from_settings(StackSettings())
     try:
         if args.command == "up":
-            from alexandria.launcher import Stack, run_stack
+            from alexandria_stack.launcher import Stack, run_stack
 
             transport = "stdio" if args.stdio else "http"
             code = asyncio.run(run_stack(Stack(layout, transport, args.host, args.port)))

@@ -24,7 +24,7 @@ import httpx
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from alexandria.settings import REPO_ROOT, GatewaySettings, StoreSettings
-from alexandria.stack import SAMPLE_LIBRARY, SERVICES, StackLayout, wait_all_serving
+from alexandria_stack.layout import SAMPLE_LIBRARY, SERVICES, StackLayout, wait_all_serving
 from gateway.binding import require_safe_binding
 
 log = logging.getLogger("launcher")

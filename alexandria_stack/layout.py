@@ -12,10 +12,11 @@ from pathlib import Path
 
 from alexandria.clients import wait_until_serving
 from alexandria.settings import REPO_ROOT, StackSettings
+from services.host import SERVICES
 
-SAMPLE_LIBRARY = REPO_ROOT / "tests" / "fixtures" / "library"
-# The four services, in the order a stack starts them.
-SERVICES = ("embedder", "catalog", "ingest", "query")
+# The project's own small Calibre library (samples/make_library.py builds it): what `alexandria up` serves
+# unless CALIBRE_LIBRARY_PATH names another.
+SAMPLE_LIBRARY = REPO_ROOT / "samples" / "library"
 
 
 @dataclass(frozen=True)
