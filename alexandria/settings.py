@@ -123,6 +123,8 @@ class IngestSettings(_Env):
     ingest_max_file_mb: float = Field(200.0, gt=0)
     # Scanned PDF pages are read by OCR (about a second or two a page on a CPU core); a book with more is refused.
     ingest_ocr_max_pages: int = Field(1000, ge=1)
+    # Tesseract's language data (the variable Tesseract itself reads); unset: the first system folder with English.
+    tessdata_prefix: Path | None = None
     store: StoreSettings = Field(default_factory=StoreSettings)
     clients: ClientSettings = Field(default_factory=ClientSettings)
 

@@ -10,8 +10,10 @@ import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from alexandria.clients import wait_until_serving
-from alexandria.settings import REPO_ROOT, StackSettings
+from alexandria.clients import ServiceClient, wait_until_serving
+from alexandria.errors import FailedPrecondition, Unavailable
+from alexandria.settings import REPO_ROOT, ClientSettings, StackSettings
+from alexandria.v1 import catalog_pb2, catalog_pb2_grpc
 from services.host import SERVICES
 
 # The project's own small Calibre library (samples/make_library.py builds it): what `alexandria up` serves
@@ -49,5 +51,30 @@ class StackLayout:
         return self.run_dir / "gateway.url"
 
 
-async def wait_all_serving(addresses: dict[str, str], timeout: float) -> None:
-    await asyncio.gather(*(wait_until_serving(a, timeout) for a in addresses.values()))
+async def library_problem(address: str, settings: ClientSettings, timeout: float | None = None) -> str | None:
+    """Why the catalog at `address` cannot serve its Calibre library (what it answers every call with, and
+    NOT_SERVING its health), or None when it can. Waits up to `timeout` for a catalog that is starting."""
+    catalog = ServiceClient("catalog", address, catalog_pb2_grpc.CatalogServiceStub, settings)
+    try:
+        await catalog.call("GetLibraryStats", catalog_pb2.GetLibraryStatsRequest(), timeout=timeout,
+                           wait_for_ready=True)
+    except (FailedPrecondition, Unavailable) as exc:  # Unavailable: Calibre holds its lock on a first read
+        return f"the catalog cannot serve the Calibre library: {exc.message}"
+    finally:
+        await catalog.close()
+    return None
+
+
+async def wait_all_up(addresses: dict[str, str], timeout: float, settings: ClientSettings) -> str | None:
+    """Wait until every service serves, except a catalog whose library cannot be read: that one is up too,
+    answering every call with the reason, which is returned (None when all serve)."""
+
+    async def catalog_up(address: str) -> str | None:
+        problem = await library_problem(address, settings, timeout)
+        if problem is None:
+            await wait_until_serving(address, timeout)  # it has just read the library: at once
+        return problem
+
+    others = [wait_until_serving(address, timeout) for name, address in addresses.items() if name != "catalog"]
+    problem, *_ = await asyncio.gather(catalog_up(addresses["catalog"]), *others)
+    return problem

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from alexandria.errors import FailedPrecondition
+from alexandria.settings import IngestSettings
 from ingest.helpers import scanned_pdf
 from services.ingest.chunking import text_source
 from services.ingest.extract import extract_book
@@ -52,7 +53,7 @@ def test_many_scanned_pages_are_read_in_worker_processes_in_page_order(tmp_path:
 
 
 def test_the_books_language_picks_the_language_data(tmp_path: Path) -> None:
-    tessdata = tessdata_path()
+    tessdata = tessdata_path(IngestSettings().tessdata_prefix)
     assert tessdata is not None, "make setup installs Tesseract's language data"
     assert (ocr_language("ger", tessdata), ocr_language("deu", tessdata), ocr_language("fra", tessdata)) == (
         "deu", "deu", "fra")
@@ -71,10 +72,15 @@ def test_too_many_scanned_pages_are_refused_naming_the_setting(tmp_path: Path) -
         extract_book(path, ocr=OcrOptions(max_pages=2))
 
 
-def test_without_the_language_data_a_scan_is_refused_saying_what_to_install(
-        mixed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TESSDATA_PREFIX", str(tmp_path / "nothing-here"))
+def test_without_the_language_data_a_scan_is_refused_saying_what_to_install(mixed: Path, tmp_path: Path) -> None:
     with pytest.raises(FailedPrecondition) as refused:
-        extract_book(mixed)
+        extract_book(mixed, ocr=OcrOptions(tessdata=tmp_path / "nothing-here"))
     assert "1 scanned page(s)" in refused.value.message and "OCR is not available" in refused.value.message
     assert "tesseract-ocr-eng" in refused.value.message
+
+
+def test_the_language_data_folder_is_a_setting_read_from_tessdata_prefix(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TESSDATA_PREFIX", str(tmp_path))
+    assert OcrOptions.from_settings(IngestSettings()).tessdata == tmp_path
+    assert tessdata_path(tmp_path) is None, "a folder without English is no language data"

@@ -126,7 +126,7 @@ def _raw_blocks(document: pymupdf.Document, path: Path, ocr: OcrOptions) -> tupl
 
 
 def _ocr_pages(document: pymupdf.Document, path: Path, scanned: list[int], ocr: OcrOptions) -> dict[int, list[_RawBlock]]:
-    tessdata = tessdata_path()
+    tessdata = tessdata_path(ocr.tessdata)
     if tessdata is None:
         raise FailedPrecondition(
             f"{path.name} has {len(scanned)} scanned page(s) (images with no text layer) and OCR is not "
