@@ -111,6 +111,8 @@ class EmbedderSettings(_Env):
 class CatalogSettings(_Env):
     catalog_listen: str = "127.0.0.1:50051"
     calibre_library_path: Path | None = None
+    # How often, at most, metadata.db is looked at for Calibre's changes (and, while it cannot be read, read again).
+    catalog_recheck_interval_s: float = Field(1.0, gt=0)
     store: StoreSettings = Field(default_factory=StoreSettings)
 
 
