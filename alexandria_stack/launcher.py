@@ -122,7 +122,7 @@ class Stack:
         problem = await self._race_children(wait_all_up(self.layout.addresses(), START_TIMEOUT_S, self.clients),
                                             "start")
         if problem is not None:  # the catalog answers every call with it, and serves once the library can be read
-            log.error("%s; the stack runs without it until then", problem)
+            log.error("%s The stack runs without it until then.", problem)
         await self._spawn(gateway)
         if self.transport == "http":
             await self._race_children(self._wait_gateway(), "gateway start")

@@ -59,7 +59,7 @@ async def library_problem(address: str, settings: ClientSettings, timeout: float
         await catalog.call("GetLibraryStats", catalog_pb2.GetLibraryStatsRequest(), timeout=timeout,
                            wait_for_ready=True)
     except (FailedPrecondition, Unavailable) as exc:  # Unavailable: Calibre holds its lock on a first read
-        return f"the catalog cannot serve the Calibre library: {exc.message}"
+        return f"The catalog cannot serve the Calibre library: {exc.message}"
     finally:
         await catalog.close()
     return None
