@@ -79,9 +79,11 @@ def ocr_language(book_language: str | None, tessdata: Path) -> str:
 def ocr_textpage(page: pymupdf.Page, language: str, tessdata: Path) -> pymupdf.TextPage:
     """The page's text as OCR reads it, as a text page that `get_text` reads like a text layer."""
     try:
-        return page.get_textpage_ocr(language=language, dpi=OCR_DPI, full=True, tessdata=str(tessdata))
+        textpage: pymupdf.TextPage = page.get_textpage_ocr(language=language, dpi=OCR_DPI, full=True,
+                                                           tessdata=str(tessdata))
     except RuntimeError as exc:
         raise FailedPrecondition(f"OCR of page {page.number + 1} failed ({exc}); {INSTALL_HINT}.") from None
+    return textpage
 
 
 T = TypeVar("T")
@@ -104,4 +106,5 @@ def in_worker_processes(read: Callable[..., tuple[int, T]], pages: Sequence[tupl
 
 def ocr_page(page: pymupdf.Page, language: str, tessdata: Path) -> str:
     """The text of one page, read by OCR."""
-    return page.get_text(textpage=ocr_textpage(page, language, tessdata))
+    text: str = page.get_text(textpage=ocr_textpage(page, language, tessdata))
+    return text
