@@ -12,6 +12,7 @@ COPY pyproject.toml README.md ./
 COPY alexandria ./alexandria
 COPY services ./services
 COPY gateway ./gateway
+COPY alexandria_stack ./alexandria_stack
 COPY guardians ./guardians
 RUN pip install .
 

@@ -1,6 +1,6 @@
 # The two commands a new machine needs:
 #   make run    set up, then bring the whole stack up on the embedded store (Ctrl-C stops it)
-#   make test   set up, then lint (ruff) and run the whole test suite
+#   make test   set up, then lint (ruff), type-check (mypy, strict) and run the whole test suite
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -34,6 +34,7 @@ run: setup
 
 test: setup
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 protos: setup
@@ -41,3 +42,4 @@ protos: setup
 
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/mypy

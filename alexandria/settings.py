@@ -111,6 +111,8 @@ class EmbedderSettings(_Env):
 class CatalogSettings(_Env):
     catalog_listen: str = "127.0.0.1:50051"
     calibre_library_path: Path | None = None
+    # How often, at most, metadata.db is looked at for Calibre's changes (and, while it cannot be read, read again).
+    catalog_recheck_interval_s: float = Field(1.0, gt=0)
     store: StoreSettings = Field(default_factory=StoreSettings)
 
 
@@ -123,6 +125,8 @@ class IngestSettings(_Env):
     ingest_max_file_mb: float = Field(200.0, gt=0)
     # Scanned PDF pages are read by OCR (about a second or two a page on a CPU core); a book with more is refused.
     ingest_ocr_max_pages: int = Field(1000, ge=1)
+    # Tesseract's language data (the variable Tesseract itself reads); unset: the first system folder with English.
+    tessdata_prefix: Path | None = None
     store: StoreSettings = Field(default_factory=StoreSettings)
     clients: ClientSettings = Field(default_factory=ClientSettings)
 

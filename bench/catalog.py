@@ -38,11 +38,12 @@ from alexandria.clients import ServiceClient
 from alexandria.contract import BOOK_SEARCH_LIMIT
 from alexandria.settings import CatalogSettings, ClientSettings
 from alexandria.v1 import catalog_pb2, catalog_pb2_grpc
+from alexandria_stack.layout import SAMPLE_LIBRARY
 from services.catalog.calibre_db import CalibreLibrary
 from services.catalog.library import BookQuery
 from services.catalog.server import create_server
 
-SOURCES = (ROOT.parent / "shared" / "corpus" / "calibre-library", ROOT / "tests" / "fixtures" / "library")
+SOURCES = (ROOT.parent / "shared" / "corpus" / "calibre-library", SAMPLE_LIBRARY)
 LIMIT = BOOK_SEARCH_LIMIT.default
 QUERIES: dict[str, BookQuery] = {
     "author, many books": BookQuery(author="austen"),

@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np
 import pymupdf
 
+from alexandria.settings import IngestSettings
 from services.ingest.extract import extract_book
 from services.ingest.extract.ocr import ocr_page, tessdata_path
 
@@ -124,7 +125,7 @@ def main() -> None:
     args = parser.parse_args()
     scans = english_scans(args.pages) + typeset_scans(max(1, args.pages // 2))
     results: dict[tuple[str, str], list[tuple[float, float]]] = {}
-    tessdata = tessdata_path()
+    tessdata = tessdata_path(IngestSettings().tessdata_prefix)
     for scan in scans:
         with pymupdf.open(stream=scan.pdf, filetype="pdf") as document:
             started = time.perf_counter()

@@ -78,11 +78,11 @@ from retrieval import (
 from alexandria.clients import EmbedderClient, ServiceClient, check_health
 from alexandria.logs import configure_logging
 from alexandria.settings import ClientSettings, EmbedderSettings, StoreSettings
-from alexandria.stack import StackLayout
 from alexandria.store import Filter, PointRecord, SparseVector, Store, StoredPoint, open_store
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_document, encode_query
 from alexandria.v1 import query_pb2, query_pb2_grpc
+from alexandria_stack.layout import StackLayout
 from services.embedder.loading import load_configured_model, resolve_device
 from services.embedder.model import EmbedKind
 from services.query.ranking import CANDIDATE_POOL, PREFETCH

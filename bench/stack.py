@@ -25,7 +25,7 @@ from grpc import aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from alexandria.grpc_server import build_server
-from alexandria.stack import SAMPLE_LIBRARY, StackLayout
+from alexandria_stack.layout import SAMPLE_LIBRARY, StackLayout
 from tests.e2e.stack import start_stack
 
 CALLS = 1000

@@ -22,7 +22,6 @@ SHARED = REPO_ROOT.parent / "shared"
 CORPUS = SHARED / "corpus"
 SHARED_LIBRARY = CORPUS / "calibre-library"
 LOCAL_FILES = CORPUS / "local-files"
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # `backend` and `store`: a test that takes them runs on both store backends.
 pytest_plugins = ["store.backends"]
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from alexandria.cli import when_ready
 from alexandria.errors import Unavailable
 from alexandria.grpc_server import ServiceServer, build_server
+from alexandria_stack.cli import when_ready
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ def _compose() -> dict:
 
 
 def test_every_service_command_names_a_real_module() -> None:
-    from alexandria.stack import SERVICES
+    from services.host import SERVICES
 
     services = _compose()["services"]
     for name, spec in services.items():

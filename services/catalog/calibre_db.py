@@ -1,7 +1,8 @@
 """Reading a Calibre library: metadata.db read whole into a `LibrarySnapshot`, reread when Calibre changes it.
 
 `CalibreLibrary` hands out the current snapshot and rereads metadata.db when its mtime changes
-(checked at most once a second), because Calibre writes to it while its user works.
+(checked at most once a second, CATALOG_RECHECK_INTERVAL_S), because Calibre writes to it while its
+user works.
 
 How Calibre's data is read, and why:
 - `file:...?mode=ro`: this service never writes to a library.
@@ -28,10 +29,12 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from alexandria.errors import FailedPrecondition, Unavailable
+from alexandria.settings import CatalogSettings
 from services.catalog.library import Book, BookFile, LibrarySnapshot
 
 log = logging.getLogger(__name__)
@@ -41,9 +44,6 @@ METADATA_DB = "metadata.db"
 
 
 UNDEFINED_YEAR = 101  # Calibre's "undefined" date: 0101-01-01 (a time zone may shift it a day)
-
-
-RECHECK_INTERVAL_S = 1.0
 
 
 # How long one read waits on Calibre's lock, and how often it tries: about 1.5 s in all.
@@ -77,7 +77,7 @@ _LINKS = {
 class _Rows:
     """The raw rows of one read transaction."""
 
-    books: list[tuple]
+    books: list[tuple[int, str, str, str | None, str | None, str | None, float | None]]
     links: dict[str, list[tuple[int, object]]]  # field -> (book, value) in link id order
     identifiers: list[tuple[int, str, str]]
     data: list[tuple[int, str, str]]
@@ -177,7 +177,8 @@ def _book_file(root: Path, book_path: str, name: str, fmt: str) -> BookFile | No
 
 
 def _build_books(root: Path, rows: _Rows) -> list[Book]:
-    many: dict[str, dict[int, list]] = {name: defaultdict(list) for name in _LINKS}
+    # SQLite's values as stored: text, and an integer for a rating.
+    many: dict[str, dict[int, list[Any]]] = {name: defaultdict(list) for name in _LINKS}
     for name, pairs in rows.links.items():
         for book_id, value in pairs:
             if value is not None:
@@ -271,48 +272,70 @@ def _signature(database: Path) -> tuple[int, ...]:
     return (stat.st_mtime_ns, stat.st_size, stat.st_ino, change_counter)
 
 
+@dataclass(frozen=True)
+class LibraryRead:
+    """The snapshot a call is answered from; `stale_reason` says why it is not the library as it is now
+    (Calibre holds its lock, so this is the previous read), empty when it is."""
+
+    snapshot: LibrarySnapshot
+    stale_reason: str = ""
+
+
 class CalibreLibrary:
     """The library at `root`: the current snapshot, reread when metadata.db changes. Thread-safe.
 
-    While Calibre holds its lock, a reread keeps serving the previous snapshot (and tries again
+    While Calibre holds its lock, a reread keeps serving the previous snapshot, saying so (and tries again
     at the next check); only a library never read yet answers Unavailable.
     """
 
     def __init__(
         self,
         root: Path | None,
-        recheck_interval_s: float = RECHECK_INTERVAL_S,
+        recheck_interval_s: float = CatalogSettings.model_fields["catalog_recheck_interval_s"].default,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], datetime] = datetime.now,
     ) -> None:
         self.root = root
         self._recheck_interval_s = recheck_interval_s
         self._clock = clock
+        self._wall_clock = wall_clock
         self._lock = threading.Lock()
-        self._snapshot: LibrarySnapshot | None = None
+        self._current: LibraryRead | None = None
+        self._read_at = ""  # local time of the current snapshot's read, HH:MM:SS
         self._signature: tuple[int, ...] | None = None
         self._checked_at = float("-inf")
 
     def snapshot(self) -> LibrarySnapshot:
         """The library as of at most `recheck_interval_s` ago; FailedPrecondition when the path is not a library."""
+        return self.read().snapshot
+
+    def read(self) -> LibraryRead:
+        """`snapshot()`, and whether it is a previous read served while Calibre holds its lock."""
         with self._lock:
             now = self._clock()
-            if self._snapshot is not None and now - self._checked_at < self._recheck_interval_s:
-                return self._snapshot
+            if self._current is not None and now - self._checked_at < self._recheck_interval_s:
+                return self._current
             self._checked_at = now
             try:
                 # Taken before reading: a write that lands during the read changes it again.
                 signature = _signature(metadata_db(self.root))
-                if self._snapshot is not None and signature == self._signature:
-                    return self._snapshot
+                if self._current is not None and signature == self._signature:
+                    self._current = LibraryRead(self._current.snapshot)
+                    return self._current
+                read_at = self._wall_clock().strftime("%H:%M:%S")
                 snapshot = read_library(self.root)
             except Unavailable:
-                if self._snapshot is None:
+                if self._current is None:
                     raise
                 log.warning("%s is locked by Calibre; serving the previous read until it is free", self.root)
-                return self._snapshot
+                self._current = LibraryRead(
+                    self._current.snapshot,
+                    f"Calibre holds its lock on {METADATA_DB}; this is the library as read at {self._read_at}",
+                )
+                return self._current
             except FailedPrecondition:
                 # The library is gone or broken: no stale answers until it can be read again.
-                self._snapshot, self._signature = None, None
+                self._current, self._signature = None, None
                 raise
-            self._snapshot, self._signature = snapshot, signature
-            return snapshot
+            self._current, self._signature, self._read_at = LibraryRead(snapshot), signature, read_at
+            return self._current

@@ -4,13 +4,16 @@ of alexandria_stats, and ResolveBookFile for ingest.
 The servicer only maps protos to the domain (library.py, preview.py) and back. Domain
 calls run in a worker thread: they may reread metadata.db, look at the disk or ask the
 store, all blocking. Health is SERVING while the library can be read: NOT_SERVING from
-the start when CALIBRE_LIBRARY_PATH is not a Calibre library (every call then says what
-is wrong with it), and back to SERVING as soon as it can be read.
+the start when CALIBRE_LIBRARY_PATH is not a Calibre library or metadata.db cannot be read
+(every call then says what is wrong with it, and the log says it once), and back to SERVING
+as soon as it can be read: the library is looked at every CATALOG_RECHECK_INTERVAL_S, calls
+or none.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -23,11 +26,12 @@ from alexandria.grpc_server import Health, ServiceServer, build_server
 from alexandria.settings import CatalogSettings
 from alexandria.store import Store
 from alexandria.v1 import catalog_pb2, catalog_pb2_grpc
-from services.catalog.calibre_db import CalibreLibrary
+from services.catalog.calibre_db import CalibreLibrary, LibraryRead
 from services.catalog.library import (
     Book,
     BookQuery,
     FormatFilter,
+    LibraryFile,
     LibrarySnapshot,
     ResolvedFile,
     library_files,
@@ -39,7 +43,7 @@ log = logging.getLogger(__name__)
 
 SERVICE_NAME = catalog_pb2.DESCRIPTOR.services_by_name["CatalogService"].full_name
 
-_FORMAT_FILTERS = {
+_FORMAT_FILTERS: dict[int, FormatFilter] = {
     catalog_pb2.FORMAT_FILTER_UNSPECIFIED: FormatFilter.EPUB,
     catalog_pb2.FORMAT_FILTER_EPUB: FormatFilter.EPUB,
     catalog_pb2.FORMAT_FILTER_PDF: FormatFilter.PDF,
@@ -110,6 +114,9 @@ def format_filter(value: int) -> FormatFilter:
         raise InvalidArgument(f"Unknown format_filter {value}: use epub, pdf or any.") from None
 
 
+Context = aio.ServicerContext[Any, Any]
+
+
 class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
     def __init__(self, library: CalibreLibrary, store: Store | None, default_collection: str) -> None:
         self.library = library
@@ -120,38 +127,56 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
 
     async def in_library(self, work: Callable[[LibrarySnapshot], T]) -> T:
         """Run `work` on the current snapshot in a thread; health follows whether the library is readable."""
+        return await self.with_read(lambda read: work(read.snapshot))
+
+    async def with_read(self, work: Callable[[LibraryRead], T]) -> T:
+        """`in_library`, handing `work` the read itself (whether it is a previous one, and why)."""
+
+        def run() -> tuple[T, LibrarySnapshot]:
+            read = self.library.read()
+            return work(read), read.snapshot
+
         try:
-            result = await asyncio.to_thread(lambda: work(self.library.snapshot()))
-        except FailedPrecondition:
-            await self._set_serving(False)
+            result, snapshot = await asyncio.to_thread(run)
+        except (FailedPrecondition, Unavailable) as exc:
+            # Unavailable: Calibre held its lock on the first read, so there is nothing to serve yet.
+            if isinstance(exc, FailedPrecondition) or self._serving is None:
+                await self._set_serving(False, exc.message)
             raise
-        await self._set_serving(True)
+        await self._set_serving(True, f"the Calibre library at {snapshot.root} ({len(snapshot.books)} books)")
         return result
 
-    async def _set_serving(self, serving: bool) -> None:
+    async def _set_serving(self, serving: bool, why: str) -> None:
+        """Flip health, logging why once per change."""
         if self.health is not None and serving != self._serving:
             self._serving = serving
             await self.health.set_serving(serving)
+            if serving:
+                log.info("serving %s", why)
+            else:
+                log.error("catalog is NOT_SERVING: %s", why)
 
-    async def check_library(self) -> None:
-        """Read the library once at start; stay NOT_SERVING (and say why) when it cannot be read."""
-        try:
-            snapshot = await self.in_library(lambda s: s)
-        except (FailedPrecondition, Unavailable) as exc:
-            await self._set_serving(False)
-            log.error("catalog is NOT_SERVING: %s", exc)
-            return
-        log.info("serving the Calibre library at %s (%d books)", snapshot.root, len(snapshot.books))
+    async def look_at_library(self) -> None:
+        """Read the library if it changed, as a call would, so that health follows it."""
+        with contextlib.suppress(FailedPrecondition, Unavailable):
+            await self.in_library(lambda snapshot: snapshot)
+
+    async def watch_library(self, interval_s: float) -> None:
+        """Look at the library every `interval_s`, so that health follows it with no call coming: NOT_SERVING
+        (saying why) once it cannot be read, SERVING again once it can."""
+        while True:
+            await asyncio.sleep(interval_s)
+            await self.look_at_library()
 
     async def SearchBooks(
-        self, request: catalog_pb2.SearchBooksRequest, context: aio.ServicerContext
+        self, request: catalog_pb2.SearchBooksRequest, context: Context
     ) -> catalog_pb2.SearchBooksResponse:
         query, limit = book_query(request), BOOK_SEARCH_LIMIT.clamp(request.limit)
         books = await self.in_library(lambda s: s.search(query, limit))
         return catalog_pb2.SearchBooksResponse(books=[summary_message(b) for b in books], count=len(books))
 
     async def GetBook(
-        self, request: catalog_pb2.GetBookRequest, context: aio.ServicerContext
+        self, request: catalog_pb2.GetBookRequest, context: Context
     ) -> catalog_pb2.GetBookResponse:
         def find(snapshot: LibrarySnapshot) -> tuple[Book, tuple[str, ...]]:
             book = snapshot.get(request.book_id)
@@ -161,7 +186,7 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
         return catalog_pb2.GetBookResponse(book=detail_message(book, missing))
 
     async def GetLibraryStats(
-        self, request: catalog_pb2.GetLibraryStatsRequest, context: aio.ServicerContext
+        self, request: catalog_pb2.GetLibraryStatsRequest, context: Context
     ) -> catalog_pb2.GetLibraryStatsResponse:
         stats = await self.in_library(lambda s: s.stats)
         return catalog_pb2.GetLibraryStatsResponse(
@@ -172,7 +197,7 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
         )
 
     async def PreviewIngest(
-        self, request: catalog_pb2.PreviewIngestRequest, context: aio.ServicerContext
+        self, request: catalog_pb2.PreviewIngestRequest, context: Context
     ) -> catalog_pb2.PreviewIngestResponse:
         query, limit = book_query(request), PREVIEW_LIMIT.clamp(request.limit)
         wanted = format_filter(request.format_filter)
@@ -183,7 +208,7 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
         )
 
     async def ResolveBookFile(
-        self, request: catalog_pb2.ResolveBookFileRequest, context: aio.ServicerContext
+        self, request: catalog_pb2.ResolveBookFileRequest, context: Context
     ) -> catalog_pb2.ResolveBookFileResponse:
         def resolve(snapshot: LibrarySnapshot) -> tuple[ResolvedFile, tuple[str, ...]]:
             resolved = resolve_file(snapshot.get(request.book_id), request.format_preference)
@@ -198,10 +223,13 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
         )
 
     async def ListLibraryFiles(
-        self, request: catalog_pb2.ListLibraryFilesRequest, context: aio.ServicerContext
+        self, request: catalog_pb2.ListLibraryFilesRequest, context: Context
     ) -> catalog_pb2.ListLibraryFilesResponse:
-        listed = await self.in_library(lambda s: library_files(s, request.format_preference))
-        return catalog_pb2.ListLibraryFilesResponse(books=[
+        def list_files(read: LibraryRead) -> tuple[list[LibraryFile], str]:
+            return library_files(read.snapshot, request.format_preference), read.stale_reason
+
+        listed, stale_reason = await self.with_read(list_files)
+        return catalog_pb2.ListLibraryFilesResponse(stale_reason=stale_reason, books=[
             catalog_pb2.LibraryFile(
                 book_id=f.book.id, uuid=f.book.uuid, title=f.book.title, author=f.book.author,
                 format=f.file.format if f.file else "", file_path=str(f.file.path) if f.file else "",
@@ -215,8 +243,9 @@ def create_server(settings: CatalogSettings, *, store: Store | None = None) -> S
     """The catalog server over CALIBRE_LIBRARY_PATH; `store` answers the previews' already-ingested flags."""
     if store is None:
         log.warning("catalog runs without a store: previews will mark no book as already ingested")
+    interval_s = settings.catalog_recheck_interval_s
     servicer = CatalogServicer(
-        CalibreLibrary(settings.calibre_library_path), store, settings.store.qdrant_collection
+        CalibreLibrary(settings.calibre_library_path, interval_s), store, settings.store.qdrant_collection
     )
     server = build_server(
         "catalog",
@@ -225,6 +254,17 @@ def create_server(settings: CatalogSettings, *, store: Store | None = None) -> S
         [SERVICE_NAME],
     )
     servicer.health = server.health
-    server.on_start.append(servicer.check_library)
+    watching: list[asyncio.Task[None]] = []
+
+    async def watch() -> None:  # the first look is taken before the server counts as started
+        await servicer.look_at_library()
+        watching.append(asyncio.create_task(servicer.watch_library(interval_s), name="catalog-library-watch"))
+
+    async def stop_watching() -> None:
+        for task in watching:
+            task.cancel()
+
+    server.on_start.append(watch)
+    server.on_stop.insert(0, stop_watching)
     return server
 

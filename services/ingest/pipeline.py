@@ -19,7 +19,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -112,7 +112,7 @@ class IngestOutcome:
         return progress_bar(1.0)
 
 
-def ocr_options(report: Report, language: str | None, max_pages: int) -> OcrOptions:
+def ocr_options(report: Report, language: str | None, configured: OcrOptions) -> OcrOptions:
     """How to OCR a book's scanned pages, each page read reported as progress ("ocr 12/240 pages") from the
     worker thread that extraction runs in."""
     loop = asyncio.get_running_loop()
@@ -120,15 +120,15 @@ def ocr_options(report: Report, language: str | None, max_pages: int) -> OcrOpti
     def progress(done: int, total: int) -> None:
         loop.call_soon_threadsafe(report, "ocr", done, total, f"ocr {done}/{total} pages")
 
-    return OcrOptions(language, max_pages, progress)
+    return replace(configured, language=language, progress=progress)
 
 
 class BookIngestor:
     def __init__(self, store: Store, embedder: EmbedderClient, on_written: Callable[[str], None],
-                 ocr_max_pages: int = NO_OPTIONS.max_pages) -> None:
+                 ocr: OcrOptions = NO_OPTIONS) -> None:
         self.store = store
         self.embedder = embedder
-        self.ocr_max_pages = ocr_max_pages
+        self.ocr = ocr
         # Called with the collection after each book is written (index maintenance).
         self.on_written = on_written
         self._in_progress: set[tuple[str, str]] = set()
@@ -149,7 +149,7 @@ class BookIngestor:
     async def prepare(self, source: BookToIngest, report: Report) -> PreparedBook:
         """Extract, segment and embed the sentences once: what chunking at any threshold needs."""
         report("extract", 0, 1, f"reading {source.path.name}")
-        ocr = ocr_options(report, source.language, self.ocr_max_pages)
+        ocr = ocr_options(report, source.language, self.ocr)
         book = source.extracted
         if book is None:
             book = await asyncio.to_thread(extract_book, source.path, source.format, ocr)

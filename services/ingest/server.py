@@ -38,6 +38,7 @@ from services.ingest.batch import (
 )
 from services.ingest.chunking import validate_params
 from services.ingest.documents import ChunkingParams, ChunkLocator
+from services.ingest.extract.ocr import OcrOptions
 from services.ingest.local_files import LocalRoots
 from services.ingest.pipeline import BookIngestor, BookToIngest, IngestOutcome, ocr_options
 from services.ingest.progress import Report, run_with_progress
@@ -112,7 +113,8 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         self.catalog = catalog
         self.roots = LocalRoots.from_settings(settings)
         self.sources = BookSources(catalog, self.roots)
-        self.ingestor = BookIngestor(store, embedder, indexer.request, settings.ingest_ocr_max_pages)
+        self.ocr = OcrOptions.from_settings(settings)
+        self.ingestor = BookIngestor(store, embedder, indexer.request, self.ocr)
         self.sync = LibrarySync(catalog, self.ingestor, settings.store.alexandria_data_dir / "sync")
 
     def _collection(self, name: str) -> str:
@@ -129,7 +131,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         if kind == "book_id":
             return await self.sources.calibre(source.book_id, format_preference(source.format_preference))
         if kind == "file_path":
-            ocr = ocr_options(report, None, self.settings.ingest_ocr_max_pages)
+            ocr = ocr_options(report, None, self.ocr)
             return await self.sources.local(source.file_path, ocr=ocr)
         raise InvalidArgument("Give a book: either book_id (a Calibre id) or file_path (a local file).")
 
@@ -161,7 +163,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
 
         async def work(report: Report) -> ingest_pb2.IngestResult:
             report("extract", 0, 1, "reading the file's metadata")
-            ocr = ocr_options(report, request.language or None, self.settings.ingest_ocr_max_pages)
+            ocr = ocr_options(report, request.language or None, self.ocr)
             source = await self.sources.local(request.file_path, request.title, request.author, request.language, ocr)
             await asyncio.to_thread(BookWriter(self.store, collection).refuse_if_ingested, source.book_key,
                                     source.title or source.path.name)

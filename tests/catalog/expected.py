@@ -18,10 +18,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from alexandria_stack.layout import SAMPLE_LIBRARY
+
 HERE = Path(__file__).resolve().parent
 LIBRARIES = {
     "shared": HERE.parents[2] / "shared" / "corpus" / "calibre-library",
-    "fixture": HERE.parent / "fixtures" / "library",
+    "fixture": SAMPLE_LIBRARY,
 }
 Row = dict[str, Any]
 

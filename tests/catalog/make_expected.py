@@ -19,10 +19,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from alexandria_stack.layout import SAMPLE_LIBRARY
+
 HERE = Path(__file__).resolve().parent
 LIBRARIES = {
     "shared": HERE.parents[2] / "shared" / "corpus" / "calibre-library",
-    "fixture": HERE.parent / "fixtures" / "library",
+    "fixture": SAMPLE_LIBRARY,
 }
 FIELDS = (
     "title,authors,author_sort,formats,identifiers,isbn,languages,pubdate,publisher,"

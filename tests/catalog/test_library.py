@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import time
-from datetime import date
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -258,6 +258,27 @@ def test_a_locked_reread_serves_the_previous_read(fixture_copy: Path) -> None:
         db.execute("ROLLBACK")
     clock.now += 2
     assert library.snapshot().get(1).title == "Renamed"
+
+
+@pytest.mark.slow
+def test_a_locked_reread_says_which_read_it_serves(fixture_copy: Path) -> None:
+    clock = FakeClock()
+    wall_clock = lambda: datetime(2024, 5, 1, 10, 15, 30) + timedelta(seconds=clock.now)
+    library = CalibreLibrary(fixture_copy, clock=clock, wall_clock=wall_clock)
+    assert library.read().stale_reason == ""
+    with open_for_writing(fixture_copy) as db:
+        db.execute("UPDATE books SET title = 'Renamed' WHERE id = 1")
+        db.execute("BEGIN EXCLUSIVE")
+        clock.now += 2
+        stale = library.read()
+        assert stale.stale_reason == "Calibre holds its lock on metadata.db; this is the library as read at 10:15:30"
+        assert stale.snapshot.get(1).title != "Renamed"
+        clock.now += 0.5
+        assert library.read().stale_reason == stale.stale_reason, "until the next check, the same read"
+        db.execute("ROLLBACK")
+    clock.now += 2
+    fresh = library.read()
+    assert fresh.stale_reason == "" and fresh.snapshot.get(1).title == "Renamed"
 
 
 def test_a_library_that_goes_away_is_no_longer_served(fixture_copy: Path) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import re
 import shutil
+import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,10 +57,11 @@ class Catalog:
 
 @asynccontextmanager
 async def running_catalog(
-    library: Path | None, sockets: Path, store: Store | None = None
+    library: Path | None, sockets: Path, store: Store | None = None, recheck_interval_s: float = 1.0
 ) -> AsyncIterator[Catalog]:
     """A started catalog server on a unix socket and a client without retries."""
-    settings = CatalogSettings(catalog_listen=f"unix://{sockets}/catalog.sock", calibre_library_path=library)
+    settings = CatalogSettings(catalog_listen=f"unix://{sockets}/catalog.sock", calibre_library_path=library,
+                               catalog_recheck_interval_s=recheck_interval_s)
     server = create_server(settings, store=store)
     await server.start()
     client = ServiceClient(
@@ -245,3 +249,32 @@ async def test_a_locked_library_answers_unavailable(fixture_copy: Path, sockets:
             blocker.execute("ROLLBACK")
             assert (await catalog.call("SearchBooks", catalog_pb2.SearchBooksRequest())).count == 4
             assert await catalog.health() == SERVING
+
+
+async def listed_once(catalog: Catalog, wanted: Callable[[Any], bool], timeout: float = 30) -> Any:
+    """ListLibraryFiles, asked again until its answer is `wanted` (the catalog looks at metadata.db once
+    every recheck interval) or `timeout` has passed."""
+    deadline = time.monotonic() + timeout
+    while True:
+        listed = await catalog.call("ListLibraryFiles", catalog_pb2.ListLibraryFilesRequest())
+        if wanted(listed) or time.monotonic() > deadline:
+            return listed
+        await asyncio.sleep(0.02)
+
+
+@pytest.mark.slow
+async def test_a_list_served_from_the_previous_read_while_calibre_holds_its_lock_says_so(
+        fixture_copy: Path, sockets: Path) -> None:
+    async with running_catalog(fixture_copy, sockets, recheck_interval_s=0.05) as catalog:
+        assert (await listed_once(catalog, lambda _: True)).stale_reason == ""
+        with open_for_writing(fixture_copy) as blocker:
+            blocker.execute("UPDATE books SET title = 'Renamed' WHERE id = 1")
+            blocker.execute("BEGIN EXCLUSIVE")
+            listed = await listed_once(catalog, lambda answer: bool(answer.stale_reason))
+            assert re.fullmatch(r"Calibre holds its lock on metadata\.db; this is the library as read at "
+                                r"\d\d:\d\d:\d\d", listed.stale_reason), listed.stale_reason
+            assert "Renamed" not in [book.title for book in listed.books]
+            assert await catalog.health() == SERVING, "a previous read is still served"
+            blocker.execute("ROLLBACK")
+        listed = await listed_once(catalog, lambda answer: not answer.stale_reason)
+        assert listed.stale_reason == "" and "Renamed" in [book.title for book in listed.books]

@@ -18,11 +18,25 @@ from pathlib import Path
 
 import httpx
 
+from alexandria.settings import StoreSettings
+from alexandria.store import open_store
+from alexandria.store import schema as f
+
 START_TIMEOUT_S = 240
 # Calibre ids of the shared library's books the end-to-end tests ingest.
 MACBETH = 6
 HAMLET = 5
 GUIDES = (7, 8)
+
+
+@dataclass(frozen=True)
+class StoredPoints:
+    """What a collection holds, complete books or not: every point, and the books and book versions they
+    belong to (a book written twice shows as two versions of it)."""
+
+    points: int
+    books: int
+    versions: int
 
 
 @dataclass
@@ -64,6 +78,21 @@ class RunningStack:
                     return
                 await asyncio.sleep(0.25)
         raise AssertionError(f"the stack was not healthy again within {timeout} s")
+
+    def stored_points(self, collection: str = "alexandria") -> StoredPoints:
+        """Every point of the collection, read from the embedded store itself once the stack has stopped (the
+        stack holds the store while it runs): what searches and stats, which show complete books only, hide."""
+        assert self.process.poll() is not None, "the stack holds its store until it stops"
+        store = open_store(StoreSettings(alexandria_data_dir=self.data_dir, qdrant_host=None, qdrant_url=None,
+                                         qdrant_local_path=None))
+        try:
+            if store.collection_info(collection) is None:
+                return StoredPoints(0, 0, 0)
+            records = store.scroll(collection, None, limit=store.count(collection) + 1)
+        finally:
+            store.close()
+        versions = {(record.payload[f.BOOK_KEY], record.payload[f.VERSION]) for record in records}
+        return StoredPoints(len(records), len({key for key, _ in versions}), len(versions))
 
     def stop(self, sig: int = signal.SIGINT, timeout: float = 60) -> int:
         if self.process.poll() is None:

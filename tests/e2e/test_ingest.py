@@ -14,7 +14,7 @@ from ingest.helpers import scanned_pdf
 from mcp import Client
 
 from e2e.mcp_calls import call
-from e2e.stack import GUIDES, HAMLET, MACBETH, RunningStack, start_stack
+from e2e.stack import GUIDES, HAMLET, MACBETH, RunningStack, StoredPoints, start_stack
 
 
 @pytest.fixture(autouse=True)
@@ -248,3 +248,5 @@ async def test_a_service_killed_during_an_ingest_restarts_and_shows_nothing_of_t
             assert await points(client) == retried["chunks"] + retried["parent_chunks"], "the book counted once"
     finally:
         assert stack.stop() == 0
+    written = retried["chunks"] + retried["parent_chunks"]
+    assert stack.stored_points() == StoredPoints(written, 1, 1), "nothing left of the killed ingest, complete or not"

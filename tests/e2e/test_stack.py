@@ -14,7 +14,7 @@ import pytest
 from conftest import SHARED_LIBRARY, require_shared
 from mcp import Client, StdioServerParameters
 
-from alexandria.launcher import MAX_RESTARTS
+from alexandria_stack.launcher import MAX_RESTARTS
 from e2e.mcp_calls import call
 from e2e.stack import HAMLET, RunningStack, start_stack
 

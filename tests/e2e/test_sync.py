@@ -15,15 +15,16 @@ import time
 from pathlib import Path
 
 from catalog.scratch import copy_library, open_for_writing
-from conftest import FIXTURES, LOCAL_FILES
+from conftest import LOCAL_FILES
 from mcp import Client
 
+from alexandria_stack.layout import SAMPLE_LIBRARY as LIBRARY
 from e2e.mcp_calls import call
-from e2e.stack import RunningStack, start_stack
+from e2e.stack import RunningStack, StoredPoints, start_stack
 from services.ingest.sync import SyncState
 
-LIBRARY = FIXTURES / "library"
-MARGARET = 1  # the fixture library's author id of book 1
+MARGARET = 1  # the sample library's author id of book 1
+RECHECK_INTERVAL_S = 0.1
 
 
 def calibredb(library: Path, *args: str) -> None:
@@ -63,9 +64,23 @@ async def ingested(stack: RunningStack) -> dict[int, bool]:
     return {book["id"]: book["already_ingested"] for book in preview["books"]}
 
 
+async def until_listed(stack: RunningStack, book_ids: set[int], timeout: float = 60) -> None:
+    """Wait until the catalog lists exactly these books: it has seen the change to metadata.db (it looks once
+    every CATALOG_RECHECK_INTERVAL_S)."""
+    deadline = time.monotonic() + timeout
+    while (listed := set(await ingested(stack))) != book_ids:
+        assert time.monotonic() < deadline, f"the catalog still lists {sorted(listed)} after {timeout:.0f} s"
+        await asyncio.sleep(RECHECK_INTERVAL_S)
+
+
+def start_library_stack(tmp_path: Path, library: Path) -> RunningStack:
+    """A stack over `library` whose catalog looks at metadata.db for changes every RECHECK_INTERVAL_S."""
+    return start_stack(tmp_path / "var", library, extra_env={"CATALOG_RECHECK_INTERVAL_S": str(RECHECK_INTERVAL_S)})
+
+
 async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Path) -> None:
     library = copy_library(LIBRARY, tmp_path / "library")
-    stack = start_stack(tmp_path / "var", library)
+    stack = start_library_stack(tmp_path, library)
     try:
         plan = stack.cli("sync", "--dry-run")
         assert plan.returncode == 0, plan
@@ -79,7 +94,7 @@ async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Pat
 
         almanac = next((library / "Margaret Holloway").rglob("*.epub")).read_bytes()
         delete_book(library, 3)
-        await asyncio.sleep(1.1)  # the catalog looks for a changed metadata.db at most once a second
+        await until_listed(stack, {1, 2, 4})
         kept = stack.cli("ingest", "--all")
         assert kept.returncode == 0 and "0 added, 0 replaced, 0 removed" in kept.stdout, kept
         async with Client(stack.mcp_url) as client:
@@ -87,7 +102,7 @@ async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Pat
         assert stats["qdrant"]["books"] == 4, "ingest --all leaves a book deleted from Calibre in"
         add_book(library, 5, "A Second Almanac", almanac)
         add_book(library, 6, "A Broken Book", b"this is not an EPUB")
-        await asyncio.sleep(1.1)  # the catalog looks for a changed metadata.db at most once a second
+        await until_listed(stack, {1, 2, 4, 5, 6})
         with SyncState(stack.data_dir / "sync", "alexandria").locked():  # as a sync in progress holds it
             refused = stack.cli("sync")
         assert refused.returncode == 1 and "A sync of collection 'alexandria' is already running" in refused.stderr
@@ -126,12 +141,12 @@ async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Pat
 
 async def test_books_added_and_removed_with_calibredb_are_synced(tmp_path: Path) -> None:
     library = copy_library(LIBRARY, tmp_path / "library")
-    stack = start_stack(tmp_path / "var", library)
+    stack = start_library_stack(tmp_path, library)
     try:
         assert "4 added" in stack.cli("sync").stdout
         calibredb(library, "add", str(LOCAL_FILES / "the_tempest.epub"))
         calibredb(library, "remove", "3", "--permanent")
-        await asyncio.sleep(1.1)  # the catalog looks for a changed metadata.db at most once a second
+        await until_listed(stack, {1, 2, 4, 5})
         synced = stack.cli("sync")
         assert synced.returncode == 0 and "1 added, 0 replaced, 1 removed, 0 failed" in synced.stdout, synced
         held = await ingested(stack)
@@ -149,7 +164,7 @@ async def test_a_sync_killed_half_way_finishes_when_run_again(tmp_path: Path) ->
     library = copy_library(LIBRARY, tmp_path / "library")
     for book in ("the_tempest.epub", "julius_caesar.pdf", "romeo_and_juliet.txt"):
         calibredb(library, "add", str(LOCAL_FILES / book))
-    stack = start_stack(tmp_path / "var", library)
+    stack = start_library_stack(tmp_path, library)
     try:
         running = start_sync(stack)
         seen = ""
@@ -174,3 +189,5 @@ async def test_a_sync_killed_half_way_finishes_when_run_again(tmp_path: Path) ->
         assert len(texts) == len(set(texts)), "no book was written twice"
     finally:
         stack.stop()
+    held = stack.stored_points()
+    assert held == StoredPoints(stats["qdrant"]["points_count"], 7, 7), "no book written twice, nor half"

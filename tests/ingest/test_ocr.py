@@ -3,15 +3,20 @@ marked, progress per page, and clear refusals when OCR cannot or may not run."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from alexandria.errors import FailedPrecondition
+from alexandria.pdf_pages import looks_scanned
+from alexandria.settings import IngestSettings
 from ingest.helpers import scanned_pdf
 from services.ingest.chunking import text_source
 from services.ingest.extract import extract_book
-from services.ingest.extract.ocr import OcrOptions, ocr_language, tessdata_path
+from services.ingest.extract.ocr import PARALLEL_FROM_PAGES, OcrOptions, ocr_language, tessdata_path
+from services.ingest.extract.pdf import read_pdf
 
 TYPED = ("Chapter One. The lighthouse keeper climbed the stairs every evening at dusk and lit the great lamp "
          "so that the fishing boats could find their way home through the fog.")
@@ -52,7 +57,7 @@ def test_many_scanned_pages_are_read_in_worker_processes_in_page_order(tmp_path:
 
 
 def test_the_books_language_picks_the_language_data(tmp_path: Path) -> None:
-    tessdata = tessdata_path()
+    tessdata = tessdata_path(IngestSettings().tessdata_prefix)
     assert tessdata is not None, "make setup installs Tesseract's language data"
     assert (ocr_language("ger", tessdata), ocr_language("deu", tessdata), ocr_language("fra", tessdata)) == (
         "deu", "deu", "fra")
@@ -71,10 +76,35 @@ def test_too_many_scanned_pages_are_refused_naming_the_setting(tmp_path: Path) -
         extract_book(path, ocr=OcrOptions(max_pages=2))
 
 
-def test_without_the_language_data_a_scan_is_refused_saying_what_to_install(
-        mixed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TESSDATA_PREFIX", str(tmp_path / "nothing-here"))
+def test_without_the_language_data_a_scan_is_refused_saying_what_to_install(mixed: Path, tmp_path: Path) -> None:
     with pytest.raises(FailedPrecondition) as refused:
-        extract_book(mixed)
+        extract_book(mixed, ocr=OcrOptions(tessdata=tmp_path / "nothing-here"))
     assert "1 scanned page(s)" in refused.value.message and "OCR is not available" in refused.value.message
     assert "tesseract-ocr-eng" in refused.value.message
+
+
+def test_the_language_data_folder_is_a_setting_read_from_tessdata_prefix(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TESSDATA_PREFIX", str(tmp_path))
+    assert OcrOptions.from_settings(IngestSettings()).tessdata == tmp_path
+    assert tessdata_path(tmp_path) is None, "a folder without English is no language data"
+
+
+def test_a_preview_does_not_wait_while_worker_processes_ocr_a_book(tmp_path: Path) -> None:
+    """The catalog's preview (same process, same MuPDF lock) checks a PDF while an OCR runs in workers."""
+    path = tmp_path / "scan.pdf"
+    path.write_bytes(scanned_pdf([SCANNED] * PARALLEL_FROM_PAGES))
+    page_read, preview_done = threading.Event(), threading.Event()
+
+    def progress(done: int, total: int) -> None:
+        page_read.set()
+        preview_done.wait(60)  # the OCR stays under way, its worker processes running, until the preview is done
+
+    with ThreadPoolExecutor(2) as threads:
+        reading = threads.submit(read_pdf, path, OcrOptions(progress=progress))
+        try:
+            assert page_read.wait(120), "the workers read a first page"
+            assert threads.submit(looks_scanned, path).result(timeout=10) is True
+        finally:
+            preview_done.set()
+        assert reading.result(timeout=120).ocr_pages == frozenset(range(1, PARALLEL_FROM_PAGES + 1))

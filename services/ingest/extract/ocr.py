@@ -11,7 +11,6 @@ German and French are), else English.
 from __future__ import annotations
 
 import multiprocessing
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -46,20 +45,27 @@ def _no_progress(done: int, total: int) -> None:
 @dataclass(frozen=True)
 class OcrOptions:
     """How to OCR a book's scanned pages: in its language (ISO 639; None: the PDF's own, else English), at
-    most `max_pages` of them, telling `progress(done, total)` after each page."""
+    most `max_pages` of them, telling `progress(done, total)` after each page, with the language data in
+    `tessdata` (None: the first system folder that has English)."""
 
     language: str | None = None
     max_pages: int = IngestSettings.model_fields["ingest_ocr_max_pages"].default
     progress: Callable[[int, int], None] = _no_progress
+    tessdata: Path | None = None
+
+    @classmethod
+    def from_settings(cls, settings: IngestSettings) -> OcrOptions:
+        """The service's OCR limits and language data (INGEST_OCR_MAX_PAGES, TESSDATA_PREFIX)."""
+        return cls(max_pages=settings.ingest_ocr_max_pages, tessdata=settings.tessdata_prefix)
 
 
 NO_OPTIONS = OcrOptions()
 
 
-def tessdata_path() -> Path | None:
-    """The folder of Tesseract's language data: TESSDATA_PREFIX, else the first system folder with English."""
-    configured = os.environ.get("TESSDATA_PREFIX")
-    candidates = [Path(configured)] if configured else list(TESSDATA_FOLDERS)
+def tessdata_path(configured: Path | None) -> Path | None:
+    """The folder of Tesseract's language data: `configured` (TESSDATA_PREFIX), else the first system folder
+    with English; None when it holds no English."""
+    candidates = [configured] if configured else list(TESSDATA_FOLDERS)
     return next((folder for folder in candidates if (folder / f"{DEFAULT_LANGUAGE}.traineddata").is_file()), None)
 
 
@@ -73,9 +79,11 @@ def ocr_language(book_language: str | None, tessdata: Path) -> str:
 def ocr_textpage(page: pymupdf.Page, language: str, tessdata: Path) -> pymupdf.TextPage:
     """The page's text as OCR reads it, as a text page that `get_text` reads like a text layer."""
     try:
-        return page.get_textpage_ocr(language=language, dpi=OCR_DPI, full=True, tessdata=str(tessdata))
+        textpage: pymupdf.TextPage = page.get_textpage_ocr(language=language, dpi=OCR_DPI, full=True,
+                                                           tessdata=str(tessdata))
     except RuntimeError as exc:
         raise FailedPrecondition(f"OCR of page {page.number + 1} failed ({exc}); {INSTALL_HINT}.") from None
+    return textpage
 
 
 T = TypeVar("T")
@@ -98,4 +106,5 @@ def in_worker_processes(read: Callable[..., tuple[int, T]], pages: Sequence[tupl
 
 def ocr_page(page: pymupdf.Page, language: str, tessdata: Path) -> str:
     """The text of one page, read by OCR."""
-    return page.get_text(textpage=ocr_textpage(page, language, tessdata))
+    text: str = page.get_text(textpage=ocr_textpage(page, language, tessdata))
+    return text

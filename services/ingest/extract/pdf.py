@@ -15,7 +15,8 @@
   others: a book may mix both, and the pages read by OCR are listed in `ExtractedBook.ocr_pages`.
 PyMuPDF must not run on two threads at once (its MuPDF context is shared), so all of
 its work here holds the one lock (alexandria.pdf_pages): callers may run `read_pdf` in worker
-threads freely.
+threads freely. Worker processes that OCR many pages have MuPDFs of their own: the lock is released
+while they run, so the catalog's previews in the same process do not wait for a whole book's OCR.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pymupdf
 
@@ -111,22 +113,32 @@ def _page_blocks(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -
     return blocks
 
 
-def _raw_blocks(document: pymupdf.Document, path: Path, ocr: OcrOptions) -> tuple[list[_RawBlock], frozenset[int]]:
-    """Every page's blocks in order, scanned pages read by OCR; and the numbers of those pages."""
-    by_page = [_page_blocks(page) for page in document]
+@dataclass(frozen=True)
+class _OcrPlan:
+    """Scanned pages to read by OCR, in which language, with which language data."""
+
+    pages: list[int]  # 0-based page numbers
+    language: str
+    tessdata: Path
+
+    @property
+    def in_workers(self) -> bool:
+        return len(self.pages) >= PARALLEL_FROM_PAGES
+
+
+def _text_blocks(document: pymupdf.Document) -> tuple[list[list[_RawBlock]], list[int]]:
+    """Every page's blocks from its text layer, and the (0-based) numbers of the scanned pages."""
+    by_page = [_page_blocks(document[number]) for number in range(document.page_count)]
     scanned = [
-        page.number for page, blocks in zip(document, by_page, strict=True)
-        if is_scanned(page, sum(len(line.split()) for block in blocks for line in block.lines))
+        number for number, blocks in enumerate(by_page)
+        if is_scanned(document[number], sum(len(line.split()) for block in blocks for line in block.lines))
     ]
-    if scanned:
-        read = _ocr_pages(document, path, scanned, ocr)
-        for number, blocks in read.items():
-            by_page[number] = blocks
-    return [block for blocks in by_page for block in blocks], frozenset(n + 1 for n in scanned)
+    return by_page, scanned
 
 
-def _ocr_pages(document: pymupdf.Document, path: Path, scanned: list[int], ocr: OcrOptions) -> dict[int, list[_RawBlock]]:
-    tessdata = tessdata_path()
+def _ocr_plan(document: pymupdf.Document, path: Path, scanned: list[int], ocr: OcrOptions) -> _OcrPlan:
+    """How to read the scanned pages; refused when OCR is not available here or they are over the limit."""
+    tessdata = tessdata_path(ocr.tessdata)
     if tessdata is None:
         raise FailedPrecondition(
             f"{path.name} has {len(scanned)} scanned page(s) (images with no text layer) and OCR is not "
@@ -137,15 +149,23 @@ def _ocr_pages(document: pymupdf.Document, path: Path, scanned: list[int], ocr: 
             f"{path.name} has {len(scanned)} scanned pages to read by OCR, over the limit of {ocr.max_pages} "
             "(INGEST_OCR_MAX_PAGES); raise it, or OCR the file first (e.g. `ocrmypdf in.pdf out.pdf`)."
         )
-    language = ocr_language(ocr.language or _language(document), tessdata)
-    if len(scanned) < PARALLEL_FROM_PAGES:
-        read = {}
-        for done, number in enumerate(scanned, 1):
-            page = document[number]
-            read[number] = _page_blocks(page, ocr_textpage(page, language, tessdata))
-            ocr.progress(done, len(scanned))
-        return read
-    return in_worker_processes(_ocr_blocks, [(str(path), n, language, str(tessdata)) for n in scanned], ocr.progress)
+    return _OcrPlan(scanned, ocr_language(ocr.language or _language(document), tessdata), tessdata)
+
+
+def _ocr_here(document: pymupdf.Document, plan: _OcrPlan, ocr: OcrOptions) -> dict[int, list[_RawBlock]]:
+    """A few scanned pages read by OCR in this process (worker processes cost a second or so to start)."""
+    read = {}
+    for done, number in enumerate(plan.pages, 1):
+        page = document[number]
+        read[number] = _page_blocks(page, ocr_textpage(page, plan.language, plan.tessdata))
+        ocr.progress(done, len(plan.pages))
+    return read
+
+
+def _ocr_in_workers(path: Path, plan: _OcrPlan, ocr: OcrOptions) -> dict[int, list[_RawBlock]]:
+    """Many scanned pages read by OCR in worker processes; called without the MuPDF lock."""
+    pages = [(str(path), number, plan.language, str(plan.tessdata)) for number in plan.pages]
+    return in_worker_processes(_ocr_blocks, pages, ocr.progress)
 
 
 def _ocr_blocks(path: str, number: int, language: str, tessdata: str) -> tuple[int, list[_RawBlock]]:
@@ -227,23 +247,24 @@ def _blocks(raw: list[_RawBlock]) -> list[Block]:
     return blocks
 
 
-def _outline(document: pymupdf.Document, raw: list[_RawBlock]) -> list[TocEntry]:
-    """Outline entries placed on the first block at or below their target point (or the next page's first)."""
+def _outline(toc: list[list[Any]], raw: list[_RawBlock]) -> list[TocEntry]:
+    """Outline entries (`get_toc(simple=False)`) placed on the first block at or below their target point (or
+    the next page's first)."""
     first_on_page: dict[int, int] = {}
     for index, block in enumerate(raw):
         first_on_page.setdefault(block.page, index)
     pages = sorted(first_on_page)
     entries = []
-    for level, title, page, destination in document.get_toc(simple=False):
+    for level, title, page, destination in toc:
         if page < 1 or not normalise_space(title):
             continue
         target = destination.get("to") if isinstance(destination, dict) else None
         top = target.y - _TARGET_SLACK if target is not None else float("-inf")
         at = bisect_left(pages, page)
         start = first_on_page[pages[at]] if at < len(pages) else len(raw)
-        block = next((i for i in range(start, len(raw)) if raw[i].page > page or raw[i].y0 >= top), None)
-        if block is not None:
-            entries.append(TocEntry(normalise_space(title), level, block))
+        found = next((i for i in range(start, len(raw)) if raw[i].page > page or raw[i].y0 >= top), None)
+        if found is not None:
+            entries.append(TocEntry(normalise_space(title), level, found))
     return entries
 
 
@@ -255,19 +276,31 @@ def _language(document: pymupdf.Document) -> str | None:
 def read_pdf(path: Path, ocr: OcrOptions = NO_OPTIONS) -> ExtractedBook:
     """Text, page numbers, chapters and metadata of a PDF (its magic already checked); scanned pages by OCR."""
     with MUPDF_LOCK, _open(path) as document:
-        blocks, ocr_pages = _raw_blocks(document, path, ocr)
-        raw = _without_running_lines(blocks, document.page_count)
-        if not any(WORD_PATTERN.search(line) for block in raw for line in block.lines):
-            if ocr_pages:
-                raise FailedPrecondition(
-                    f"OCR found no text on the {len(ocr_pages)} scanned page(s) of {path.name}: blank or "
-                    "unreadable scans. Scan it again at 300 dpi, or ingest another copy."
-                )
-            raise InvalidArgument(f"{path.name} has no text on any page (no text layer and no scanned image).")
-        toc = _outline(document, raw)
+        by_page, scanned = _text_blocks(document)
+        plan = _ocr_plan(document, path, scanned, ocr) if scanned else None
+        if plan is not None and not plan.in_workers:
+            by_page = _with_pages(by_page, _ocr_here(document, plan, ocr))
+        toc: list[list[Any]] = document.get_toc(simple=False)
+        page_count: int = document.page_count
         metadata = document.metadata or {}
         title = clean_metadata(metadata.get("title"))
         authors = split_authors(metadata.get("author"))
         language = _language(document)
-    chapters, source = choose_chapters(_blocks(raw), toc, heading_max_level=2)
+    if plan is not None and plan.in_workers:  # each worker opens the file with a MuPDF of its own
+        by_page = _with_pages(by_page, _ocr_in_workers(path, plan, ocr))
+    ocr_pages = frozenset(number + 1 for number in scanned)
+    raw = _without_running_lines([block for blocks in by_page for block in blocks], page_count)
+    if not any(WORD_PATTERN.search(line) for block in raw for line in block.lines):
+        if ocr_pages:
+            raise FailedPrecondition(
+                f"OCR found no text on the {len(ocr_pages)} scanned page(s) of {path.name}: blank or "
+                "unreadable scans. Scan it again at 300 dpi, or ingest another copy."
+            )
+        raise InvalidArgument(f"{path.name} has no text on any page (no text layer and no scanned image).")
+    chapters, source = choose_chapters(_blocks(raw), _outline(toc, raw), heading_max_level=2)
     return ExtractedBook(str(path), "PDF", title, authors, language, chapters, source, ocr_pages)
+
+
+def _with_pages(by_page: list[list[_RawBlock]], read: dict[int, list[_RawBlock]]) -> list[list[_RawBlock]]:
+    """Every page's blocks, those of the pages in `read` (by 0-based number) replaced by what OCR read."""
+    return [read.get(number, blocks) for number, blocks in enumerate(by_page)]

@@ -58,12 +58,12 @@ def heading_entries(blocks: Sequence[Block], max_level: int) -> list[TocEntry]:
     Ranking keeps a book whose chapters are <h2> under no <h1> at level 1.
     """
     found = [
-        (i, block)
+        (i, block.heading_level, block)
         for i, block in enumerate(blocks)
         if block.heading_level is not None and block.heading_level <= max_level and count_words(block.text)
     ]
-    ranks = {level: rank for rank, level in enumerate(sorted({b.heading_level for _, b in found}), start=1)}
-    return [TocEntry(normalise_space(b.text), ranks[b.heading_level], i) for i, b in found]
+    ranks = {level: rank for rank, level in enumerate(sorted({level for _, level, _ in found}), start=1)}
+    return [TocEntry(normalise_space(b.text), ranks[level], i) for i, level, b in found]
 
 
 def section_entries(blocks: Sequence[Block]) -> list[TocEntry]:

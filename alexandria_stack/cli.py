@@ -17,7 +17,8 @@ import asyncio
 import os
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
+from typing import Any, TypeVar
 
 from google.protobuf.message import Message
 from grpc import aio
@@ -25,12 +26,14 @@ from grpc import aio
 from alexandria.clients import ServiceClient, health_status, wait_until_serving
 from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
 from alexandria.enums import enum_word
-from alexandria.errors import AlexandriaError, Unavailable
+from alexandria.errors import AlexandriaError, InternalError, Unavailable
 from alexandria.logs import configure_logging
 from alexandria.progress import follow, progress_bar
-from alexandria.settings import ClientSettings, CommonSettings, GatewaySettings, StackSettings
-from alexandria.stack import StackLayout
+from alexandria.settings import ClientSettings, CommonSettings, GatewaySettings, StackSettings, StoreSettings
 from alexandria.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
+from alexandria_stack.layout import StackLayout, library_problem
+
+R = TypeVar("R", bound=Message)
 
 
 def _progress_line(progress: common_pb2.Progress, eta_s: float | None = None) -> str:
@@ -39,7 +42,7 @@ def _progress_line(progress: common_pb2.Progress, eta_s: float | None = None) ->
     return f"\r{bar}{eta} {progress.stage:<6} {progress.message[:60]:<60}"
 
 
-async def _follow(events: AsyncIterator) -> Message:
+async def _follow(events: AsyncGenerator[Any, None], result_type: type[R]) -> R:
     """Draw a stream's progress (with an ETA for the books of a batch or sync) and batch rows on stderr;
     return its result message."""
     started: dict[str, float] = {}
@@ -59,6 +62,8 @@ async def _follow(events: AsyncIterator) -> Message:
 
     result = await follow(events, draw, print_row)
     print(file=sys.stderr)
+    if not isinstance(result, result_type):
+        raise InternalError(f"The service answered a {type(result).__name__}, not a {result_type.__name__}.")
     return result
 
 
@@ -77,14 +82,16 @@ async def when_ready(name: str, address: str, timeout: float) -> None:
         ) from None
 
 
-async def cmd_status(layout: StackLayout) -> int:
+async def cmd_status(layout: StackLayout, settings: ClientSettings) -> int:
     healthy = True
     for name, address in layout.addresses().items():
         status = await health_status(address)
         healthy &= status == "SERVING"
         print(f"{name:<9} {status:<12} {address}")
+        if name == "catalog" and status == "NOT_SERVING" and (problem := await library_problem(address, settings)):
+            print(f"          {problem}")
     if healthy:
-        query = ServiceClient("query", layout.address("query"), query_pb2_grpc.QueryServiceStub, ClientSettings())
+        query = ServiceClient("query", layout.address("query"), query_pb2_grpc.QueryServiceStub, settings)
         stats = await query.call("GetCollectionStats", query_pb2.GetCollectionStatsRequest())
         print(f"collection {stats.collection_name}: {stats.points_count} points, {stats.books} books, "
               f"{stats.backend} store, status {stats.status}")
@@ -92,30 +99,30 @@ async def cmd_status(layout: StackLayout) -> int:
     return 0 if healthy else 1
 
 
-async def cmd_ingest(layout: StackLayout, args: argparse.Namespace) -> int:
-    settings, address = ClientSettings(), layout.address("ingest")
+async def cmd_ingest(layout: StackLayout, settings: ClientSettings, args: argparse.Namespace) -> int:
+    address = layout.address("ingest")
     await when_ready("ingest", address, settings.embedder_start_wait_s)
     ingest = ServiceClient("ingest", address, ingest_pb2_grpc.IngestServiceStub, settings)
     options = ingest_pb2.IngestOptions(format_preference=args.format)
     try:
         if args.file:
-            request = ingest_pb2.IngestFileRequest(file_path=args.file, title=args.title or "",
-                                                   author=args.author or "", options=options)
-            result = await _follow(ingest.stream("IngestFile", request))
-            print(result.error if result.needs_metadata else f"{result.title}: {result.chunks} chunks")
-            return 0 if result.success else 1
+            file = ingest_pb2.IngestFileRequest(file_path=args.file, title=args.title or "",
+                                                author=args.author or "", options=options)
+            ingested = await _follow(ingest.stream("IngestFile", file), ingest_pb2.IngestResult)
+            print(ingested.error if ingested.needs_metadata else f"{ingested.title}: {ingested.chunks} chunks")
+            return 0 if ingested.success else 1
         if args.all:  # the whole library: a sync that removes nothing
             return await _sync(ingest, ingest_pb2.SyncLibraryRequest(options=options))
-        request = ingest_pb2.BatchIngestRequest(book_ids=args.book_ids, options=options)
-        result = await _follow(ingest.stream("BatchIngest", request))
+        batch = ingest_pb2.BatchIngestRequest(book_ids=args.book_ids, options=options)
+        result = await _follow(ingest.stream("BatchIngest", batch), ingest_pb2.BatchIngestResult)
         print(result.summary)
         return 0 if result.failed == 0 else 1
     finally:
         await ingest.close()
 
 
-async def cmd_sync(layout: StackLayout, args: argparse.Namespace) -> int:
-    settings, address = ClientSettings(), layout.address("ingest")
+async def cmd_sync(layout: StackLayout, settings: ClientSettings, args: argparse.Namespace) -> int:
+    address = layout.address("ingest")
     await when_ready("ingest", address, settings.embedder_start_wait_s)
     ingest = ServiceClient("ingest", address, ingest_pb2_grpc.IngestServiceStub, settings)
     options = ingest_pb2.IngestOptions(format_preference=args.format, collection=args.collection or "")
@@ -127,7 +134,7 @@ async def cmd_sync(layout: StackLayout, args: argparse.Namespace) -> int:
 
 
 async def _sync(ingest: ServiceClient, request: ingest_pb2.SyncLibraryRequest) -> int:
-    result = await _follow(ingest.stream("SyncLibrary", request))
+    result = await _follow(ingest.stream("SyncLibrary", request), ingest_pb2.SyncResult)
     if result.dry_run:
         for label, books in (("add", result.plan.add), ("change", result.plan.change), ("remove", result.plan.remove)):
             for book in books:
@@ -142,8 +149,8 @@ async def _sync(ingest: ServiceClient, request: ingest_pb2.SyncLibraryRequest) -
     return 0 if not result.failed else 1
 
 
-async def cmd_query(layout: StackLayout, args: argparse.Namespace) -> int:
-    settings, address = ClientSettings(), layout.address("query")
+async def cmd_query(layout: StackLayout, settings: ClientSettings, args: argparse.Namespace) -> int:
+    address = layout.address("query")
     await when_ready("query", address, settings.embedder_start_wait_s)
     query = ServiceClient("query", address, query_pb2_grpc.QueryServiceStub, settings)
     try:
@@ -166,7 +173,7 @@ def main(argv: list[str] | None = None) -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="start the whole stack")
     up.add_argument("--stdio", action="store_true", help="serve MCP on stdio instead of HTTP")
-    gateway = GatewaySettings()
+    common, gateway, clients = CommonSettings(), GatewaySettings(), ClientSettings()
     up.add_argument("--port", type=int, default=gateway.gateway_port, help="0 = any free port")
     up.add_argument("--host", default=gateway.gateway_host)
     sub.add_parser("mcp", help="MCP gateway on stdio against a running stack")
@@ -189,27 +196,29 @@ def main(argv: list[str] | None = None) -> None:
     query.add_argument("--threshold", type=float, default=QUERY_THRESHOLD.default)
     args = parser.parse_args(argv)
 
-    configure_logging("cli", CommonSettings().alexandria_log_level)
+    configure_logging("cli", common.alexandria_log_level)
     layout = StackLayout.from_settings(StackSettings())
     try:
         if args.command == "up":
-            from alexandria.launcher import Stack, run_stack
+            from alexandria_stack.launcher import Stack, run_stack
 
-            transport = "stdio" if args.stdio else "http"
-            code = asyncio.run(run_stack(Stack(layout, transport, args.host, args.port)))
+            listen = gateway.model_copy(update={"gateway_host": args.host, "gateway_port": args.port})
+            stack = Stack(layout, listen, StoreSettings(), clients, "stdio" if args.stdio else "http")
+            code = asyncio.run(run_stack(stack))
         elif args.command == "mcp":
-            os.environ.update({f"{n.upper()}_ADDR": a for n, a in layout.addresses().items()})
-            os.execv(sys.executable, [sys.executable, "-m", "gateway", "--transport", "stdio"])
+            addresses = {f"{n.upper()}_ADDR": a for n, a in layout.addresses().items()}
+            os.execve(sys.executable, [sys.executable, "-m", "gateway", "--transport", "stdio"],
+                      {**os.environ, **addresses})
         elif args.command == "status":
-            code = asyncio.run(cmd_status(layout))
+            code = asyncio.run(cmd_status(layout, clients))
         elif args.command == "sync":
-            code = asyncio.run(cmd_sync(layout, args))
+            code = asyncio.run(cmd_sync(layout, clients, args))
         elif args.command == "ingest":
             if not (args.book_ids or args.all or args.file):
                 parser.error("ingest needs book ids, --all or --file")
-            code = asyncio.run(cmd_ingest(layout, args))
+            code = asyncio.run(cmd_ingest(layout, clients, args))
         else:
-            code = asyncio.run(cmd_query(layout, args))
+            code = asyncio.run(cmd_query(layout, clients, args))
     except AlexandriaError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         code = 1

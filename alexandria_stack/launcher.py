@@ -17,15 +17,18 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal, TypeVar
 
 import httpx
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
-from alexandria.settings import REPO_ROOT, GatewaySettings, StoreSettings
-from alexandria.stack import SAMPLE_LIBRARY, SERVICES, StackLayout, wait_all_serving
+from alexandria.settings import REPO_ROOT, ClientSettings, GatewaySettings, StoreSettings
+from alexandria_stack.layout import SAMPLE_LIBRARY, StackLayout, wait_all_up
 from gateway.binding import require_safe_binding
+from services.host import SERVICES
 
 log = logging.getLogger("launcher")
 
@@ -35,6 +38,8 @@ START_TIMEOUT_S = 180.0
 RESTART_BACKOFF_S = 0.5
 MAX_RESTARTS = 3
 RESTART_WINDOW_S = 60.0
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -51,16 +56,31 @@ class Child:
         self.crashes = [t for t in self.crashes if now - t < RESTART_WINDOW_S] + [now]
         if len(self.crashes) > MAX_RESTARTS:
             return None
-        return RESTART_BACKOFF_S * 2 ** (len(self.crashes) - 1)
+        return float(RESTART_BACKOFF_S * 2 ** (len(self.crashes) - 1))
+
+
+class StartFailed(Exception):
+    """A child exited, or a service did not answer, while the stack was starting."""
 
 
 @dataclass
 class Stack:
+    """The processes of one stack; the settings are the launcher's (read once, by the CLI's main)."""
+
     layout: StackLayout
-    transport: str = "http"        # "http" or "stdio" for the gateway
-    gateway_host: str = "127.0.0.1"
-    gateway_port: int = 8765
+    gateway: GatewaySettings  # its host and port (0: any free one) are where the HTTP gateway listens
+    store: StoreSettings
+    clients: ClientSettings
+    transport: Literal["http", "stdio"] = "http"
     children: list[Child] = field(default_factory=list)
+
+    @property
+    def gateway_host(self) -> str:
+        return self.gateway.gateway_host
+
+    @property
+    def gateway_port(self) -> int:
+        return self.gateway.gateway_port
 
     def environment(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -77,29 +97,32 @@ class Stack:
 
     def plan(self) -> list[Child]:
         python = sys.executable
-        if StoreSettings().backend == "embedded":
+        if self.store.backend == "embedded":
             groups = [["embedder"], ["catalog", "ingest", "query"]]
         else:
             groups = [[name] for name in SERVICES]
         children = [Child("+".join(g), [python, "-m", "services", *g]) for g in groups]
         gateway = [python, "-m", "gateway", "--transport", self.transport]
         # The gateway first lets running tool calls finish, up to its grace period.
-        stop_timeout_s = GatewaySettings().gateway_shutdown_grace_s + STOP_TIMEOUT_S
+        stop_timeout_s = self.gateway.gateway_shutdown_grace_s + STOP_TIMEOUT_S
         children.append(Child("gateway", gateway, stdio=self.transport == "stdio", stop_timeout_s=stop_timeout_s))
         return children
 
     async def start(self) -> None:
         if self.transport == "http":
             # Checked before anything starts: the gateway would refuse the same after the model had loaded.
-            require_safe_binding(GatewaySettings(gateway_host=self.gateway_host))
+            require_safe_binding(self.gateway)
         self.layout.run_dir.mkdir(parents=True, exist_ok=True)
         Path(self.environment()["LOCAL_INGEST_PATH"]).mkdir(parents=True, exist_ok=True)
         if self.gateway_port == 0:
-            self.gateway_port = _free_port(self.gateway_host)
+            self.gateway = self.gateway.model_copy(update={"gateway_port": _free_port(self.gateway_host)})
         *services, gateway = self.plan()
         for child in services:
             await self._spawn(child)
-        await self._race_children(wait_all_serving(self.layout.addresses(), START_TIMEOUT_S), "start")
+        problem = await self._race_children(wait_all_up(self.layout.addresses(), START_TIMEOUT_S, self.clients),
+                                            "start")
+        if problem is not None:  # the catalog answers every call with it, and serves once the library can be read
+            log.error("%s The stack runs without it until then.", problem)
         await self._spawn(gateway)
         if self.transport == "http":
             await self._race_children(self._wait_gateway(), "gateway start")
@@ -134,7 +157,7 @@ class Stack:
                 with attempt:
                     await client.get(f"{self.gateway_url}/health", timeout=5)
 
-    async def _race_children(self, awaitable, what: str) -> None:
+    async def _race_children(self, awaitable: Awaitable[T], what: str) -> T:
         """Await `awaitable` unless a child exits first, which is a failed start."""
         task = asyncio.ensure_future(awaitable)
         exits = [asyncio.ensure_future(c.process.wait()) for c in self.children if c.process]
@@ -144,8 +167,11 @@ class Stack:
         if task not in done:
             task.cancel()
             dead = [c.name for c in self.children if c.process and c.process.returncode is not None]
-            raise RuntimeError(f"{', '.join(dead)} exited during {what}; see the log above")
-        task.result()
+            raise StartFailed(f"{', '.join(dead)} exited during {what}; see the log above")
+        try:
+            return task.result()
+        except (TimeoutError, httpx.TransportError) as exc:
+            raise StartFailed(f"the stack did not finish its {what} within {START_TIMEOUT_S:.0f} s ({exc!r})") from None
 
     async def wait(self, stop: asyncio.Event) -> int:
         """Until `stop` is set (returns 0). A child that exits on its own is restarted with backoff; one
@@ -157,7 +183,7 @@ class Stack:
                 return 0
             if child.stdio:
                 return 0  # the MCP client closed the gateway's stdin: a normal end
-            code = child.process.returncode
+            code = child.process.returncode if child.process else None
             delay = child.restart_delay(time.monotonic())
             if delay is None:
                 log.error("%s exited (code %s) %d times within %.0f s; stopping the stack", child.name, code,
@@ -200,7 +226,8 @@ class Stack:
 def _free_port(host: str) -> int:
     with socket.socket() as probe:
         probe.bind((host, 0))
-        return probe.getsockname()[1]
+        port: int = probe.getsockname()[1]
+        return port
 
 
 def mcp_config_snippet(layout: StackLayout, gateway_url: str) -> str:
@@ -222,7 +249,8 @@ def mcp_config_snippet(layout: StackLayout, gateway_url: str) -> str:
 async def run_stack(stack: Stack) -> int:
     """Start, announce, wait, stop. The announcement goes to stdout only for the HTTP transport.
 
-    Ctrl-C or SIGTERM at any moment, during start-up too, stops every child started so far.
+    Ctrl-C or SIGTERM at any moment, during start-up too, stops every child started so far; a failed
+    start stops them too and returns 1, saying why in the log.
     """
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -236,7 +264,11 @@ async def run_stack(stack: Stack) -> int:
         await stack.stop()
         if stop.is_set():
             return 130
-        raise starting.exception()
+        failure = starting.exception()
+        if not isinstance(failure, StartFailed):
+            raise failure or AssertionError("unreachable: a start that is done without an exception")
+        log.error("%s; stopped the stack", failure)
+        return 1
     interrupted.cancel()
     if stack.transport == "http":
         library = stack.environment()["CALIBRE_LIBRARY_PATH"]
@@ -245,7 +277,7 @@ async def run_stack(stack: Stack) -> int:
             f"  MCP (Streamable HTTP): {stack.gateway_url}/mcp\n"
             f"  Health:                {stack.gateway_url}/health\n"
             f"  Calibre library:       {library}\n"
-            f"  Store:                 {StoreSettings().backend} ({stack.layout.data_dir / 'store'})\n"
+            f"  Store:                 {stack.store.backend} ({stack.layout.data_dir / 'store'})\n"
             f"Add Alexandria to Claude Code's .mcp.json:\n{mcp_config_snippet(stack.layout, stack.gateway_url)}\n"
             f"Press Ctrl-C to stop.",
             flush=True,
