@@ -156,6 +156,7 @@ class EmbeddedTexts:
 # A passage of the contract's longest chunks (10,000 words) makes about 70 windows of 256 tokens: 32 such
 # passages stay under the embedder's 4,096 texts a request.
 WINDOWED_PASSAGES_PER_REQUEST = 32
+WINDOW_REQUESTS_IN_FLIGHT = 4
 
 
 class EmbedderClient(ServiceClient):
@@ -199,14 +200,21 @@ class EmbedderClient(ServiceClient):
 
     async def embed_windows(self, passages: Sequence[tuple[str, str]], overlap_tokens: int) -> list[np.ndarray]:
         """Each (header, text) passage's window vectors (EmbedWindows), one (windows, dimension) array a
-        passage; the passages go in slices sent at once, so the model's batches stay full."""
-        slices = [passages[start : start + WINDOWED_PASSAGES_PER_REQUEST]
-                  for start in range(0, len(passages), WINDOWED_PASSAGES_PER_REQUEST)]
+        passage. The passages go in slices, a few at once: enough to keep the model's batches full, few
+        enough that none waits in the embedder's queue past its deadline."""
+        in_flight = asyncio.Semaphore(WINDOW_REQUESTS_IN_FLIGHT)
+
+        async def embed(part: Sequence[tuple[str, str]]) -> embedder_pb2.EmbedWindowsResponse:
+            async with in_flight:
+                response: embedder_pb2.EmbedWindowsResponse = await self.call(
+                    "EmbedWindows", embedder_pb2.EmbedWindowsRequest(
+                        passages=[embedder_pb2.WindowedPassage(header=header, text=text) for header, text in part],
+                        overlap_tokens=overlap_tokens))
+                return response
+
         responses = await asyncio.gather(*(
-            self.call("EmbedWindows", embedder_pb2.EmbedWindowsRequest(
-                passages=[embedder_pb2.WindowedPassage(header=header, text=text) for header, text in part],
-                overlap_tokens=overlap_tokens))
-            for part in slices
+            embed(passages[start : start + WINDOWED_PASSAGES_PER_REQUEST])
+            for start in range(0, len(passages), WINDOWED_PASSAGES_PER_REQUEST)
         ))
         vectors: list[np.ndarray] = []
         for response in responses:
