@@ -5,6 +5,7 @@ every call, bounded jittered retries for UNAVAILABLE only, and typed exceptions
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
@@ -152,6 +153,12 @@ class EmbeddedTexts:
     truncated: int
 
 
+# A passage of the contract's longest chunks (10,000 words) makes about 70 windows of 256 tokens: 32 such
+# passages stay under the embedder's 4,096 texts a request.
+WINDOWED_PASSAGES_PER_REQUEST = 32
+WINDOW_REQUESTS_IN_FLIGHT = 4
+
+
 class EmbedderClient(ServiceClient):
     """The embedder's client, decoding packed float32 vectors into numpy arrays."""
 
@@ -190,6 +197,31 @@ class EmbedderClient(ServiceClient):
         response = await self.embed([text], kind=embedder_pb2.EMBED_KIND_QUERY)
         vector: np.ndarray = decode_vectors(response)[0]
         return vector
+
+    async def embed_windows(self, passages: Sequence[tuple[str, str]], overlap_tokens: int) -> list[np.ndarray]:
+        """Each (header, text) passage's window vectors (EmbedWindows), one (windows, dimension) array a
+        passage. The passages go in slices, a few at once: enough to keep the model's batches full, few
+        enough that none waits in the embedder's queue past its deadline."""
+        in_flight = asyncio.Semaphore(WINDOW_REQUESTS_IN_FLIGHT)
+
+        async def embed(part: Sequence[tuple[str, str]]) -> embedder_pb2.EmbedWindowsResponse:
+            async with in_flight:
+                response: embedder_pb2.EmbedWindowsResponse = await self.call(
+                    "EmbedWindows", embedder_pb2.EmbedWindowsRequest(
+                        passages=[embedder_pb2.WindowedPassage(header=header, text=text) for header, text in part],
+                        overlap_tokens=overlap_tokens))
+                return response
+
+        responses = await asyncio.gather(*(
+            embed(passages[start : start + WINDOWED_PASSAGES_PER_REQUEST])
+            for start in range(0, len(passages), WINDOWED_PASSAGES_PER_REQUEST)
+        ))
+        vectors: list[np.ndarray] = []
+        for response in responses:
+            rows = np.frombuffer(response.vectors, dtype="<f4").reshape(-1, response.dimension)
+            bounds = np.cumsum([0, *response.windows])
+            vectors += [rows[bounds[n] : bounds[n + 1]] for n in range(len(response.windows))]
+        return vectors
 
     async def embed_many(
         self, texts: Sequence[str], kind: embedder_pb2.EmbedKind = embedder_pb2.EMBED_KIND_PASSAGE

@@ -174,7 +174,7 @@ def _copy_points(
                 payload[f.PARENT_ID] = new_id[r.payload[f.PARENT_ID]]
             dense = r.dense + rng.normal(0, VECTOR_NOISE, r.dense.shape).astype(np.float32)
             points.append(
-                StoredPoint(new_id[r.id], dense / np.linalg.norm(dense), lexical[r.id], payload, r.sentences)
+                StoredPoint(new_id[r.id], dense / np.linalg.norm(dense), lexical[r.id], payload, r.windows)
             )
     return points
 

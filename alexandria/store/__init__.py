@@ -13,6 +13,7 @@ from alexandria.store.factory import open_store
 from alexandria.store.model import (
     DENSE,
     SENTENCES,
+    WINDOWS,
     CollectionInfo,
     Filter,
     Hit,
@@ -26,6 +27,7 @@ from alexandria.store.model import (
 __all__ = [
     "DENSE",
     "SENTENCES",
+    "WINDOWS",
     "CollectionInfo",
     "Filter",
     "Hit",

@@ -7,7 +7,7 @@ from typing import Any, cast
 import numpy as np
 
 from alexandria.errors import NotFound, Unavailable
-from alexandria.store.model import DENSE, SENTENCES, SPARSE, CollectionInfo
+from alexandria.store.model import DENSE, SPARSE, WINDOWS, CollectionInfo
 from alexandria.store.records import CollectionModel
 from alexandria.store.schema import MODEL
 
@@ -18,8 +18,8 @@ def dense_list(vector: np.ndarray) -> list[float]:
 
 
 def vector_selector(with_vectors: bool) -> list[str] | bool:
-    """Ask for the dense and sentence vectors only: callers never need the lexical one back."""
-    return [DENSE, SENTENCES] if with_vectors else False
+    """Ask for the dense and window vectors only: callers never need the lexical one back."""
+    return [DENSE, WINDOWS] if with_vectors else False
 
 
 def lexical_terms(vectors: Any) -> frozenset[int]:
@@ -28,16 +28,16 @@ def lexical_terms(vectors: Any) -> frozenset[int]:
     return frozenset(lexical.indices) if lexical is not None else frozenset()
 
 
-def sentences_list(point_sentences: np.ndarray) -> list[list[float]]:
+def multivector_list(rows: np.ndarray) -> list[list[float]]:
     """A multivector as the nested float lists both Qdrant APIs take."""
-    return cast(list[list[float]], np.asarray(point_sentences, dtype=np.float32).tolist())
+    return cast(list[list[float]], np.asarray(rows, dtype=np.float32).tolist())
 
 
-def sentences_from(vectors: Any) -> np.ndarray | None:
-    """A returned point's sentence multivector as (n, dimension) float32, or None when it has none."""
-    if not vectors or not vectors.get(SENTENCES):
+def windows_from(vectors: Any) -> np.ndarray | None:
+    """A returned point's window multivector as (n, dimension) float32, or None when it has none."""
+    if not vectors or not vectors.get(WINDOWS):
         return None
-    return np.asarray(vectors[SENTENCES], dtype=np.float32)
+    return np.asarray(vectors[WINDOWS], dtype=np.float32)
 
 
 def dense_from(vectors: Any) -> np.ndarray | None:

@@ -56,15 +56,16 @@ from alexandria.store.common import (
     dense_from,
     dense_list,
     lexical_terms,
-    sentences_from,
-    sentences_list,
+    multivector_list,
     store_closed,
     vector_selector,
+    windows_from,
 )
 from alexandria.store.model import (
     DENSE,
-    SENTENCES,
+    MULTIVECTORS,
     SPARSE,
+    WINDOWS,
     CollectionInfo,
     Filter,
     Hit,
@@ -262,7 +263,7 @@ class EmbeddedStore(Store):
         if isinstance(vector, SparseVector):
             query: Any = _to_edge_sparse(vector)
         else:
-            query = [dense_list(vector)] if using == SENTENCES else dense_list(vector)
+            query = [dense_list(vector)] if using in MULTIVECTORS else dense_list(vector)
         points = self._shard(collection).query(
             edge.QueryRequest(
                 limit=len(ids),
@@ -336,7 +337,7 @@ class EmbeddedStore(Store):
                 DENSE: edge.EdgeVectorParams(size=dimension, distance=edge.Distance.Cosine),
                 # Read back with hits to score them, never searched: no index to build; half
                 # precision halves the largest part of the store at no cost to a cosine's 2nd decimal.
-                SENTENCES: edge.EdgeVectorParams(
+                WINDOWS: edge.EdgeVectorParams(
                     size=dimension,
                     distance=edge.Distance.Cosine,
                     datatype=edge.VectorStorageDatatype.Float16,
@@ -455,8 +456,8 @@ def _match(value: Any) -> edge.MatchValue | edge.MatchAny:
 
 def _to_edge_point(point: StoredPoint) -> edge.Point:
     vectors: dict[str, edge.NamedVector] = {DENSE: dense_list(point.dense), SPARSE: _to_edge_sparse(point.sparse)}
-    if point.sentences is not None:
-        vectors[SENTENCES] = sentences_list(point.sentences)
+    if point.windows is not None:
+        vectors[WINDOWS] = multivector_list(point.windows)
     return edge.Point(point.id, vectors, point.payload)
 
 
@@ -466,4 +467,4 @@ def _to_edge_sparse(vector: SparseVector) -> edge.SparseVector:
 
 def _to_record(record: edge.Record) -> PointRecord:
     return PointRecord(id=str(record.id), payload=record.payload or {}, dense=dense_from(record.vector),
-                       sentences=sentences_from(record.vector))
+                       windows=windows_from(record.vector))

@@ -18,9 +18,13 @@ R = TypeVar("R")
 
 DENSE = "dense"
 SPARSE = "lexical"
-# A chunk's sentence vectors (a multivector compared by MaxSim, not indexed): the score of a
-# chunk for a query is the cosine of its best-matching sentence.
+# A passage's window vectors (a multivector compared by MaxSim, not indexed): the score of a passage for
+# a query is the cosine of its best-matching window.
+WINDOWS = "windows"
+# The multivector of collections made before passages were embedded by windows: their sentences' vectors,
+# still searched (read only; ingest refuses such a collection until it is reindexed).
 SENTENCES = "sentences"
+MULTIVECTORS = (WINDOWS, SENTENCES)
 
 # A collection is a directory in the embedded store, so its name must be a safe file name
 # (no dots: no "..", no clash with the metadata files kept beside the shards).
@@ -64,7 +68,7 @@ class StoredPoint:
     dense: np.ndarray
     sparse: SparseVector
     payload: dict[str, Any]
-    sentences: np.ndarray | None = None  # (n, dimension) float32, for chunks
+    windows: np.ndarray | None = None  # (n, dimension) float32, for passages: their window vectors
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,7 @@ class PointRecord:
     id: str
     payload: dict[str, Any]
     dense: np.ndarray | None = None
-    sentences: np.ndarray | None = None
+    windows: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -180,7 +184,7 @@ class Store(Protocol):
         self, collection: str, ids: list[str], vector: np.ndarray | SparseVector, using: str
     ) -> dict[str, float]:
         """The score of each given point's `using` vector for the query `vector`, computed by the engine:
-        the cosine for DENSE, the cosine of the best-matching sentence for SENTENCES (MaxSim), the
+        the cosine for DENSE, the cosine of the best-matching window for WINDOWS (sentence for SENTENCES: MaxSim), the
         BM25 score (with the collection's IDF) for SPARSE and a sparse `vector`. Points without that
         vector, or with no score (no query word, for SPARSE), are left out."""
 

@@ -14,7 +14,7 @@ from typing import Any
 from alexandria.book_identity import FileVersion
 from alexandria.errors import FailedPrecondition
 from alexandria.store import schema as f
-from alexandria.store.model import CollectionInfo, Filter, Store
+from alexandria.store.model import SENTENCES, WINDOWS, CollectionInfo, Filter, Store
 
 
 def _optional_int(value: Any) -> int | None:
@@ -132,17 +132,21 @@ class ChunkRecord:
 
 @dataclass(frozen=True)
 class CollectionModel:
-    """The model that made a collection's vectors, as the collection records it."""
+    """The model that made a collection's vectors, and the multivector its passages carry, as the
+    collection records them."""
 
     name: str | None  # None: a collection that recorded none
     dimension: int
+    # WINDOWS; SENTENCES for a collection made before passages were embedded by windows (it records none)
+    passage_vectors: str = WINDOWS
 
     def to_metadata(self) -> dict[str, Any]:
-        return {f.MODEL: self.name, f.DIMENSION: self.dimension}
+        return {f.MODEL: self.name, f.DIMENSION: self.dimension, f.PASSAGE_VECTORS: self.passage_vectors}
 
     @classmethod
     def of(cls, info: CollectionInfo) -> CollectionModel:
-        return cls(info.metadata.get(f.MODEL), int(info.metadata.get(f.DIMENSION, info.vector_size)))
+        return cls(info.metadata.get(f.MODEL), int(info.metadata.get(f.DIMENSION, info.vector_size)),
+                   str(info.metadata.get(f.PASSAGE_VECTORS, SENTENCES)))
 
     def matches(self, model: str | None, dimension: int) -> bool:
         return self.name in (None, model) and self.dimension == dimension
@@ -154,6 +158,16 @@ class CollectionModel:
                 f"Collection '{collection}' holds vectors of {self.name or 'an unnamed model'} ({self.dimension} "
                 f"dims) but the embedder runs {model or 'an unnamed model'} ({dimension} dims); run the embedder "
                 "with the collection's model, or use a collection made with the current one."
+            )
+
+    def check_writable(self, collection: str) -> None:
+        """Refuse to add books to a collection whose passages carry sentence vectors: its books would be
+        scored two ways."""
+        if self.passage_vectors != WINDOWS:
+            raise FailedPrecondition(
+                f"Collection '{collection}' was made by an earlier Alexandria, which embedded passages sentence "
+                "by sentence; its searches still work, but books are added only to collections embedded by "
+                f"passage windows: rebuild it with `alexandria reindex --collection {collection}`."
             )
 
 

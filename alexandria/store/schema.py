@@ -55,6 +55,7 @@ WORD_COUNT = "word_count"
 # provenance
 MODEL = "model"
 DIMENSION = "dimension"
+PASSAGE_VECTORS = "passage_vectors"  # a collection's: the multivector its passages carry (store.WINDOWS)
 CHUNKING = "chunking"          # {"threshold", "min_chunk_size", "max_chunk_size", "hierarchical"}
 INGESTED_AT = "ingested_at"    # ISO 8601 UTC
 

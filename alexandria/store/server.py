@@ -38,15 +38,16 @@ from alexandria.store.common import (
     dense_from,
     dense_list,
     lexical_terms,
-    sentences_from,
-    sentences_list,
+    multivector_list,
     store_closed,
     vector_selector,
+    windows_from,
 )
 from alexandria.store.model import (
     DENSE,
-    SENTENCES,
+    MULTIVECTORS,
     SPARSE,
+    WINDOWS,
     CollectionInfo,
     Filter,
     Hit,
@@ -253,7 +254,7 @@ class ServerStore(Store):
         if isinstance(vector, SparseVector):
             query: Any = _to_qdrant_sparse(vector)
         else:
-            query = [dense_list(vector)] if using == SENTENCES else dense_list(vector)
+            query = [dense_list(vector)] if using in MULTIVECTORS else dense_list(vector)
         with self._errors(self._require(collection)):
             response = self._client.query_points(
                 collection,
@@ -298,7 +299,7 @@ class ServerStore(Store):
                         DENSE: models.VectorParams(size=dimension, distance=models.Distance.COSINE),
                         # Read back with hits to score them, never searched: no index to build; half
                         # precision halves the largest part of the store at no cost to a cosine's 2nd decimal.
-                        SENTENCES: models.VectorParams(
+                        WINDOWS: models.VectorParams(
                             size=dimension,
                             distance=models.Distance.COSINE,
                             datatype=models.Datatype.FLOAT16,
@@ -383,8 +384,8 @@ def _condition(key: str, value: Any) -> models.FieldCondition:
 
 def _to_point_struct(point: StoredPoint) -> models.PointStruct:
     vectors = {DENSE: dense_list(point.dense), SPARSE: _to_qdrant_sparse(point.sparse)}
-    if point.sentences is not None:
-        vectors[SENTENCES] = sentences_list(point.sentences)
+    if point.windows is not None:
+        vectors[WINDOWS] = multivector_list(point.windows)
     return models.PointStruct(id=point.id, vector=vectors, payload=point.payload)
 
 
@@ -394,4 +395,4 @@ def _to_qdrant_sparse(vector: SparseVector) -> models.SparseVector:
 
 def _to_record(record: models.Record) -> PointRecord:
     return PointRecord(id=str(record.id), payload=record.payload or {}, dense=dense_from(record.vector),
-                       sentences=sentences_from(record.vector))
+                       windows=windows_from(record.vector))

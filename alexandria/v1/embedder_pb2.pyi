@@ -2,7 +2,7 @@ from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
@@ -69,6 +69,34 @@ class EmbedResponse(_message.Message):
     sequence: int
     neighbour_similarities: _containers.RepeatedScalarFieldContainer[float]
     def __init__(self, vectors: _Optional[bytes] = ..., count: _Optional[int] = ..., dimension: _Optional[int] = ..., truncated: _Optional[int] = ..., model: _Optional[str] = ..., sequence: _Optional[int] = ..., neighbour_similarities: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class WindowedPassage(_message.Message):
+    __slots__ = ("header", "text")
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    header: str
+    text: str
+    def __init__(self, header: _Optional[str] = ..., text: _Optional[str] = ...) -> None: ...
+
+class EmbedWindowsRequest(_message.Message):
+    __slots__ = ("passages", "overlap_tokens")
+    PASSAGES_FIELD_NUMBER: _ClassVar[int]
+    OVERLAP_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    passages: _containers.RepeatedCompositeFieldContainer[WindowedPassage]
+    overlap_tokens: int
+    def __init__(self, passages: _Optional[_Iterable[_Union[WindowedPassage, _Mapping]]] = ..., overlap_tokens: _Optional[int] = ...) -> None: ...
+
+class EmbedWindowsResponse(_message.Message):
+    __slots__ = ("vectors", "windows", "dimension", "model")
+    VECTORS_FIELD_NUMBER: _ClassVar[int]
+    WINDOWS_FIELD_NUMBER: _ClassVar[int]
+    DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    vectors: bytes
+    windows: _containers.RepeatedScalarFieldContainer[int]
+    dimension: int
+    model: str
+    def __init__(self, vectors: _Optional[bytes] = ..., windows: _Optional[_Iterable[int]] = ..., dimension: _Optional[int] = ..., model: _Optional[str] = ...) -> None: ...
 
 class RerankRequest(_message.Message):
     __slots__ = ("query", "passages")

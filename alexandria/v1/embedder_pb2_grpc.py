@@ -55,6 +55,11 @@ class EmbedderServiceStub:
                 request_serializer=alexandria_dot_v1_dot_embedder__pb2.RerankRequest.SerializeToString,
                 response_deserializer=alexandria_dot_v1_dot_embedder__pb2.RerankResponse.FromString,
                 _registered_method=True)
+        self.EmbedWindows = channel.unary_unary(
+                '/alexandria.v1.EmbedderService/EmbedWindows',
+                request_serializer=alexandria_dot_v1_dot_embedder__pb2.EmbedWindowsRequest.SerializeToString,
+                response_deserializer=alexandria_dot_v1_dot_embedder__pb2.EmbedWindowsResponse.FromString,
+                _registered_method=True)
 
 
 class EmbedderServiceServicer:
@@ -89,6 +94,14 @@ class EmbedderServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def EmbedWindows(self, request, context):
+        """Cuts each passage into windows that fit the model (counted in its own tokens), each embedded as a
+        passage from its header and a run of the passage's words; the vectors come back passage by passage.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_EmbedderServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -111,6 +124,11 @@ def add_EmbedderServiceServicer_to_server(servicer, server):
                     servicer.Rerank,
                     request_deserializer=alexandria_dot_v1_dot_embedder__pb2.RerankRequest.FromString,
                     response_serializer=alexandria_dot_v1_dot_embedder__pb2.RerankResponse.SerializeToString,
+            ),
+            'EmbedWindows': grpc.unary_unary_rpc_method_handler(
+                    servicer.EmbedWindows,
+                    request_deserializer=alexandria_dot_v1_dot_embedder__pb2.EmbedWindowsRequest.FromString,
+                    response_serializer=alexandria_dot_v1_dot_embedder__pb2.EmbedWindowsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -222,6 +240,33 @@ class EmbedderService:
             '/alexandria.v1.EmbedderService/Rerank',
             alexandria_dot_v1_dot_embedder__pb2.RerankRequest.SerializeToString,
             alexandria_dot_v1_dot_embedder__pb2.RerankResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EmbedWindows(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/alexandria.v1.EmbedderService/EmbedWindows',
+            alexandria_dot_v1_dot_embedder__pb2.EmbedWindowsRequest.SerializeToString,
+            alexandria_dot_v1_dot_embedder__pb2.EmbedWindowsResponse.FromString,
             options,
             channel_credentials,
             insecure,

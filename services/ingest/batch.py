@@ -21,8 +21,8 @@ from services.ingest.progress import Report
 log = logging.getLogger(__name__)
 
 # How much of one book's ingest each stage stands for: (start, weight) within the book's share.
-STAGE_WEIGHTS = {"extract": (0.0, 0.05), "ocr": (0.0, 0.05), "embed sentences": (0.05, 0.85),
-                 "embed parents": (0.9, 0.05), "write": (0.95, 0.05)}
+STAGE_WEIGHTS = {"extract": (0.0, 0.05), "ocr": (0.0, 0.05), "embed sentences": (0.05, 0.45),
+                 "embed windows": (0.5, 0.4), "embed parents": (0.9, 0.05), "write": (0.95, 0.05)}
 INTERNAL_FAILURE = "Internal error; the ingest service log has details."
 
 

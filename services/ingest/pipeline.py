@@ -1,11 +1,13 @@
-"""Ingest as explicit stages: extract -> segment -> embed sentences -> chunk -> embed parents -> write.
+"""Ingest as explicit stages: extract -> segment -> embed sentences -> chunk -> embed windows -> embed
+parents -> write.
 
-Sentences are embedded once, and everything else comes from those vectors: the
-neighbour similarities that place the chunk breaks (measured from the model's similarity
-floor), each chunk's dense vector (the normalised mean of its sentences' vectors, which
-covers the whole chunk where a direct embedding would stop at the model's window), and its
-sentence multivector, which ranking compares with the question. Only the chapter parents are embedded
-again, from a bounded opening of each chapter.
+Sentences are embedded first: the neighbour similarities that place the chunk breaks (measured from
+the model's similarity floor) and each chunk's dense vector (the normalised mean of its sentences'
+vectors, which covers the whole chunk where a direct embedding would stop at the model's window) come
+from them. Each passage is then embedded again as windows that fit the model, each starting with the
+book's title and the passage's chapter (the embedder cuts them in its own tokens): its window vectors,
+which ranking compares with the question, see the whole passage in context, where a sentence alone has
+lost it (bench/windows.py measured both). The chapter parents are embedded from a bounded opening.
 
 `BookIngestor` runs them for one book and reports progress through a `Report`
 callback; the servicer turns reports into a stream. Blocking work (reading files,
@@ -34,6 +36,7 @@ from alexandria.store import Store
 from alexandria.store.records import BookRecord
 from services.ingest.chunking import chunk_book, compare_thresholds, sample_chunks, validate_params
 from services.ingest.documents import (
+    Chunk,
     ChunkingParams,
     ChunkingPreview,
     ExtractedBook,
@@ -51,6 +54,10 @@ log = logging.getLogger(__name__)
 # Texts per embedder call while embedding a book: big enough to keep the model's batches
 # full, small enough that progress moves every second or two on a CPU.
 EMBED_SLICE = 1024
+# Tokens consecutive windows of a passage share, so that a sentence cut by one window's end is whole in
+# the next: a quarter of MiniLM's 256 (bench/windows.py: overlaps of 0, 64 and 128 within noise of each
+# other on the tuning half).
+WINDOW_OVERLAP_TOKENS = 64
 BYTES_PER_MB = 1024 * 1024
 
 
@@ -74,6 +81,11 @@ class BookToIngest:
     @property
     def size_mb(self) -> float:
         return round(self.file_version.stamp.size / BYTES_PER_MB, 2)
+
+
+def window_header(title: str, chapter: str) -> str:
+    """What every window of a passage starts with: the book's title and the passage's chapter or scene."""
+    return f"{title}, {chapter}\n" if chapter else f"{title}\n"
 
 
 @dataclass(frozen=True)
@@ -145,6 +157,16 @@ class BookIngestor:
         if not parts:
             return np.zeros((0, 0), dtype=np.float32), 0
         return np.concatenate(parts), truncated
+
+    async def _embed_windows(self, title: str, chunks: Sequence[Chunk], report: Report) -> list[np.ndarray]:
+        """Each passage's window vectors (the embedder cuts them to fit its model), a slice at a time."""
+        passages = [(window_header(title, chunk.locator.chapter_title), chunk.text) for chunk in chunks]
+        vectors: list[np.ndarray] = []
+        for start in range(0, len(passages), EMBED_SLICE):
+            vectors += await self.embedder.embed_windows(passages[start : start + EMBED_SLICE], WINDOW_OVERLAP_TOKENS)
+            done = min(start + EMBED_SLICE, len(passages))
+            report("embed windows", done, len(passages), f"embedded the windows of {done:,} of {len(passages):,} passages")
+        return vectors
 
     async def prepare(self, source: BookToIngest, report: Report) -> PreparedBook:
         """Extract, segment and embed the sentences once: what chunking at any threshold needs."""
@@ -226,11 +248,12 @@ class BookIngestor:
                 f"✂️ Cut {outcome.chunks:,} chunks" + (f" under {outcome.parents} chapters" if hierarchical else "")
                 + f" (threshold {params.threshold}, {params.min_chunk_size}-{params.max_chunk_size} words)"
             )
+            window_vectors = await self._embed_windows(outcome.title, chunked.chunks, report)
             parent_vectors, outcome.truncated = await self._embed(
                 [p.embed_text for p in chunked.parents], "embed parents", report)
             outcome.steps.append(
-                f"🧠 Embedded {len(prepared.sentences):,} sentences and {len(chunked.parents)} chapter openings "
-                f"with {model.name} on {model.device}"
+                f"🧠 Embedded {len(prepared.sentences):,} sentences, {sum(len(w) for w in window_vectors):,} "
+                f"passage windows and {len(chunked.parents)} chapter openings with {model.name} on {model.device}"
             )
             book = BookRecord(
                 book_key=source.book_key, title=outcome.title, author=outcome.author, authors=source.authors,
@@ -241,7 +264,7 @@ class BookIngestor:
                 ingested_at=datetime.now(UTC).isoformat(timespec="seconds"), version=time.time_ns(),
                 file_version=source.file_version,
             )
-            points = build_points(book, chunked, prepared.vectors, parent_vectors)
+            points = build_points(book, chunked, prepared.vectors, window_vectors, parent_vectors)
             report("write", 0, len(points), f"writing {len(points):,} points")
             await asyncio.to_thread(writer.write, book.book_key, book.version, points)
             report("write", len(points), len(points), f"wrote {len(points):,} points")

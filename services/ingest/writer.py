@@ -9,6 +9,7 @@ Already-ingested books are found by book key (never by title) and refused.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,19 +40,18 @@ def point_id(book_key: str, version: int, level: str, index: int) -> str:
 
 
 def build_points(book: BookRecord, chunked: ChunkedBook, sentence_vectors: np.ndarray,
-                 parent_vectors: np.ndarray) -> list[StoredPoint]:
+                 window_vectors: Sequence[np.ndarray], parent_vectors: np.ndarray) -> list[StoredPoint]:
     """Every point of one version of a book, children first then parents, all written with `complete` false.
-    A passage's dense vector is the normalised mean of its sentences' vectors, which it also keeps whole."""
+    A passage's dense vector is the normalised mean of its sentences' vectors; it keeps its window vectors."""
     parent_ids = [point_id(book.book_key, book.version, f.Level.PARENT, n) for n in range(len(chunked.parents))]
     points = []
     for n, chunk in enumerate(chunked.chunks):
         record = _record(book, chunk, chunk.level, chunk.sibling_count, sequence_index=chunk.sequence_index,
                          parent_id=None if chunk.parent_index is None else parent_ids[chunk.parent_index])
-        sentences = sentence_vectors[chunk.first_sentence : chunk.end_sentence]
-        centroid = sentences.mean(axis=0)
+        centroid = sentence_vectors[chunk.first_sentence : chunk.end_sentence].mean(axis=0)
         points.append(StoredPoint(point_id(book.book_key, book.version, str(chunk.level), n),
                                   centroid / np.linalg.norm(centroid), encode_document(chunk.text),
-                                  record.to_payload(), sentences))
+                                  record.to_payload(), window_vectors[n]))
     for n, parent in enumerate(chunked.parents):
         record = _record(book, parent, f.Level.PARENT, parent.child_count)
         points.append(StoredPoint(parent_ids[n], parent_vectors[n], encode_document(parent.text), record.to_payload()))
@@ -88,7 +88,9 @@ class BookWriter:
         if info is None:
             self.store.ensure_collection(self.collection, dimension, CollectionModel(model, dimension).to_metadata())
             return
-        CollectionModel.of(info).check(self.collection, model, dimension)
+        recorded = CollectionModel.of(info)
+        recorded.check(self.collection, model, dimension)
+        recorded.check_writable(self.collection)
 
     def _book(self, book_key: str, **more: object) -> Filter:
         return Filter(must={f.BOOK_KEY: book_key, **more})

@@ -5,9 +5,9 @@ in hybrid mode, give a pool of CANDIDATE_POOL passages whatever the limit asked 
 five results are the same at any limit). The second scores every candidate by its relevance and
 sorts by it:
 
-- semantic similarity: the mean of the passage's cosine to the question (its chunk vector) and
-  its best sentence's cosine (MaxSim over its sentence vectors), both computed by the engine for
-  the candidates alone; rescaled by what the model gives two unrelated texts (`similarity_floor`,
+- semantic similarity: a weighted mean of the passage's cosine to the question (its chunk vector)
+  and its best window's cosine (MaxSim over its window vectors: runs of the passage that fit the model,
+  headed by the book's title and chapter), both computed by the engine for the candidates alone; rescaled by what the model gives two unrelated texts (`similarity_floor`,
   measured by the embedder at start-up), so that 0 means "no closer than unrelated text" for every
   model (e5 models give unrelated texts 0.7, MiniLM about 0);
 - lexical match: the passage's BM25 score for the question, relative to the best candidate's, and
@@ -17,9 +17,9 @@ sorts by it:
   candidates replaces that: a model reading question and passage together ranks best.
 
 The relevance is then mapped onto [0, 1] so that RELEVANCE_AT_HALF lands on 0.5: the tool's default
-threshold. Measured on the tuning half of bench/retrieval.py: no answer that threshold 0 puts in the
-top five scores under it, while passages on unrelated subjects do. A cross-encoder's score is
-already a probability and is used as it is.
+threshold. Measured on bench/retrieval.py: every tuning-half question's best candidate scores above it,
+and so does every answer that threshold 0 puts in the top five, while the best passages for questions on
+unrelated subjects score under it. A cross-encoder's score is already a probability and is used as it is.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Protocol
 
 import numpy as np
 
-from alexandria.store import DENSE, SENTENCES, Hit, SparseVector, Store
+from alexandria.store import DENSE, Hit, SparseVector, Store
 from alexandria.store.model import SPARSE
 
 # The first stage's pool, and what each retriever contributes to the fusion in hybrid mode.
@@ -42,8 +42,16 @@ PREFETCH = 100
 # it keeps a lone weak word match from counting as a full one.
 SEMANTIC_WEIGHT = 0.9
 LEXICAL_SCALE = 8.0
-# The lowest relevance of an answer in the top five on the tuning half was 0.386 (median 0.59).
-RELEVANCE_AT_HALF = 0.38
+# The best window's share of the semantic similarity, the chunk vector having the rest. bench/windows.py,
+# tuning half (recall@5 / MRR@10), windows of 256 tokens overlapping by 64 under the title and chapter:
+# best window alone 0.56 / 0.398, 3:1 0.57 / 0.410, 1:1 0.55 / 0.412, 1:3 0.53 / 0.387; sentence vectors
+# instead of windows (1:1, what ranking did before) 0.51 / 0.363, and adding them to the windows gained nothing.
+WINDOW_WEIGHT = 0.75
+# Midway between what the off-topic questions of bench/retrieval.py get (their best candidates: 0.27 and
+# below, but for one question near a book's subject at 0.42) and the least any tuning-half question's
+# best candidate gets (0.358), so that every question the books answer gets an answer; the lowest
+# relevance of an answer in the top five on the tuning half is 0.347, above it too.
+RELEVANCE_AT_HALF = 0.32
 # Candidates a cross-encoder reads: the ones that can still reach the first results.
 RERANK_DEPTH = 30
 
@@ -58,28 +66,30 @@ class Signals:
     """What the engine measured of each candidate, in candidate order."""
 
     chunk_cosine: np.ndarray
-    sentence_cosine: np.ndarray
+    window_cosine: np.ndarray  # the best window's (or, in a collection made before windows, sentence's)
     lexical: np.ndarray  # BM25 scores; 0 where the candidate holds no query word
 
 
-def measure(store: Store, collection: str, hits: Sequence[Hit], vector: np.ndarray, terms: SparseVector) -> Signals:
-    """The engine's dense, sentence and lexical scores of the candidates (three calls on their ids)."""
+def measure(store: Store, collection: str, hits: Sequence[Hit], vector: np.ndarray, terms: SparseVector,
+            multivector: str) -> Signals:
+    """The engine's dense, window and lexical scores of the candidates (three calls on their ids);
+    `multivector` names the collection's window vectors (CollectionModel.passage_vectors)."""
     ids = [hit.id for hit in hits]
     chunk = store.similarities(collection, ids, vector, DENSE)
-    sentence = store.similarities(collection, ids, vector, SENTENCES)
+    window = store.similarities(collection, ids, vector, multivector)
     lexical = store.similarities(collection, ids, terms, SPARSE) if terms.indices else {}
     chunk_cosine = np.array([chunk.get(i, 0.0) for i in ids], dtype=np.float64)
     return Signals(
         chunk_cosine=chunk_cosine,
-        # A chunk stored without sentence vectors is scored by its chunk vector alone.
-        sentence_cosine=np.array([sentence.get(i, chunk.get(i, 0.0)) for i in ids], dtype=np.float64),
+        # A passage stored without window vectors is scored by its chunk vector alone.
+        window_cosine=np.array([window.get(i, chunk.get(i, 0.0)) for i in ids], dtype=np.float64),
         lexical=np.array([lexical.get(i, 0.0) for i in ids], dtype=np.float64),
     )
 
 
 def semantic_relevance(signals: Signals, similarity_floor: float) -> np.ndarray:
     """Cosines rescaled so that 0 is what unrelated texts get from this model and 1 is identical text."""
-    cosine = (signals.chunk_cosine + signals.sentence_cosine) / 2
+    cosine = (1 - WINDOW_WEIGHT) * signals.chunk_cosine + WINDOW_WEIGHT * signals.window_cosine
     relevance: np.ndarray = np.clip((cosine - similarity_floor) / (1.0 - similarity_floor), 0.0, 1.0)
     return relevance
 

@@ -185,7 +185,9 @@ class Searcher:
         hits = newest_versions(await call_store(self.store, self._candidates, query, query_vector.vector, terms))
         if not hits:
             return Ranked([], [])
-        signals = await call_store(self.store, measure, self.store, query.collection, hits, query_vector.vector, terms)
+        multivector = self._embedded_with[query.collection].passage_vectors
+        signals = await call_store(self.store, measure, self.store, query.collection, hits, query_vector.vector, terms,
+                                   multivector)
         scores = relevance(
             signals,
             query_vector.similarity_floor,

@@ -55,5 +55,10 @@ class FakeEmbedder:
         vectors = np.asarray(rows, dtype=np.float32).reshape(len(texts), DIMENSION)
         return EmbeddedTexts(vectors / np.linalg.norm(vectors, axis=1, keepdims=True), 0)
 
+    async def embed_windows(self, passages: Sequence[tuple[str, str]], overlap_tokens: int) -> list[np.ndarray]:
+        """One window a passage: its header and text."""
+        vectors = (await self.embed_many([header + text for header, text in passages])).vectors
+        return [vectors[n : n + 1] for n in range(len(passages))]
+
     async def close(self) -> None:
         pass

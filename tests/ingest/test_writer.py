@@ -8,10 +8,16 @@ import pytest
 
 from alexandria.book_identity import FileVersion
 from alexandria.errors import AlreadyExists, FailedPrecondition, NotFound
-from alexandria.store import Filter, Hit, Store, StoredPoint
+from alexandria.store import SENTENCES, WINDOWS, Filter, Hit, Store, StoredPoint
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_document
-from alexandria.store.records import BookRecord, ChunkRecord, complete, complete_file_versions
+from alexandria.store.records import (
+    BookRecord,
+    ChunkRecord,
+    CollectionModel,
+    complete,
+    complete_file_versions,
+)
 from services.ingest.writer import BookWriter, point_id
 from services.query.search import newest_versions
 
@@ -75,3 +81,16 @@ def test_the_sync_reads_and_removes_books_through_the_writer(store: Store) -> No
     assert writer.remove(KEY, "Emma", "Jane Austen").points == 2
     assert writer.held_file_versions() == {}
     writer.refuse_if_ingested(KEY, "Emma")
+
+
+def test_a_collection_made_before_passage_windows_is_searched_by_sentences_and_takes_no_new_books(
+    store: Store,
+) -> None:
+    store.ensure_collection("old", DIMENSION, {f.MODEL: "m", f.DIMENSION: DIMENSION})  # records no passage vectors
+    info = store.collection_info("old")
+    assert info is not None and CollectionModel.of(info).passage_vectors == SENTENCES
+    with pytest.raises(FailedPrecondition, match="alexandria reindex --collection old"):
+        BookWriter(store, "old").ensure_collection(DIMENSION, "m")
+    BookWriter(store, "new").ensure_collection(DIMENSION, "m")
+    made = store.collection_info("new")
+    assert made is not None and CollectionModel.of(made).passage_vectors == WINDOWS

@@ -15,6 +15,7 @@ from alexandria.clients import EmbedderClient
 from alexandria.store import StoredPoint
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_document
+from services.ingest.pipeline import WINDOW_OVERLAP_TOKENS, window_header
 from services.ingest.writer import point_id
 
 
@@ -129,19 +130,22 @@ async def book_points(book: SampleBook, embedder: EmbedderClient, model: str, co
                 payload[f.PARENT_ID] = parent_id
             payloads.append((point_id(book.book_key, 0, level, position), payload))
             position += 1
-    # As ingest writes them: a chunk carries its sentences' vectors and their normalised mean;
-    # a chapter, one vector of its text.
+    # As ingest writes them: a chunk carries the normalised mean of its sentences' vectors and its window
+    # vectors; a chapter, one vector of its text.
     split = [
         [s for s in SENTENCE_END.split(p[f.TEXT]) if s] if p[f.LEVEL] != f.Level.PARENT else [p[f.TEXT]]
         for _, p in payloads
     ]
     vectors = (await embedder.embed_many([s for sentences in split for s in sentences])).vectors
+    chunks = [p for _, p in payloads if p[f.LEVEL] != f.Level.PARENT]
+    windows = iter(await embedder.embed_windows(
+        [(window_header(p[f.BOOK_TITLE], p[f.CHAPTER_TITLE]), p[f.TEXT]) for p in chunks], WINDOW_OVERLAP_TOKENS))
     points, start = [], 0
     for (point, payload), sentences in zip(payloads, split, strict=True):
         rows = vectors[start : start + len(sentences)]
         start += len(sentences)
         mean = rows.mean(axis=0)
-        multivector = rows if payload[f.LEVEL] != f.Level.PARENT else None
+        multivector = next(windows) if payload[f.LEVEL] != f.Level.PARENT else None
         points.append(StoredPoint(point, mean / np.linalg.norm(mean), encode_document(payload[f.TEXT]), payload,
                                   multivector))
     return points

@@ -17,6 +17,7 @@ from alexandria.settings import StoreSettings
 from alexandria.store import Store, StoredPoint, open_store
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_document
+from alexandria.store.records import CollectionModel
 from services.query.search import QueryVector
 
 MODEL = "fake-model"
@@ -47,7 +48,7 @@ class RecordingStore:
         return recorded
 
     def add_collection(self, name: str, model: str = MODEL, dimension: int = DIMENSION) -> None:
-        self.store.ensure_collection(name, dimension, {f.MODEL: model, f.DIMENSION: dimension})
+        self.store.ensure_collection(name, dimension, CollectionModel(model, dimension).to_metadata())
 
 
 def embedded_store(folder: Path) -> RecordingStore:
@@ -106,7 +107,7 @@ def point(
     authors: tuple[str, ...] = ("Jane Austen",),
     calibre_id: int | None = 1,
     chapter_title: str = "Chapter 1",
-    sentences: np.ndarray | None = None,
+    windows: np.ndarray | None = None,
     **extra: Any,
 ) -> StoredPoint:
     """A point with the payload ingest writes (schema.py names)."""
@@ -132,5 +133,5 @@ def point(
         payload[f.CALIBRE_ID] = calibre_id
     if parent_id is not None and level != f.Level.PARENT:
         payload[f.PARENT_ID] = point_id(parent_id)
-    return StoredPoint(point_id(name), dense, encode_document(text), payload, sentences)
+    return StoredPoint(point_id(name), dense, encode_document(text), payload, windows)
 

@@ -17,7 +17,7 @@ from services.query.budget import fit_to_budget, json_size, truncate_text, water
 from services.query.context import chapter_window
 from services.query.guardians import PromptLibrary
 from services.query.outcome import ContextMode, SearchMode, SearchOutcome
-from services.query.ranking import calibrate
+from services.query.ranking import WINDOW_WEIGHT, calibrate
 from services.query.search import Searcher, SearchQuery, passage_from_payload, search_filter
 from services.query.server import instruction_size, search_response
 
@@ -123,14 +123,14 @@ async def test_a_lexical_match_lifts_a_passage_in_hybrid_mode(store, encoder) ->
 
 
 @pytest.mark.asyncio
-async def test_the_score_blends_the_chunk_and_its_best_matching_sentence(store, encoder) -> None:
-    # The chunk as a whole is far from the question; one of its sentences is close to it.
-    sentences = np.stack([_vector_with_cosine(0.1), _vector_with_cosine(0.8), _vector_with_cosine(-0.2)])
-    store.upsert(COLLECTION, [point("s", "Three sentences, one of them on topic.", _vector_with_cosine(0.2),
-                                    sequence_index=9, sentences=sentences)])
+async def test_the_score_blends_the_chunk_and_its_best_matching_window(store, encoder) -> None:
+    # The chunk as a whole is far from the question; one of its windows is close to it.
+    windows = np.stack([_vector_with_cosine(0.1), _vector_with_cosine(0.8), _vector_with_cosine(-0.2)])
+    store.upsert(COLLECTION, [point("s", "Three windows, one of them on topic.", _vector_with_cosine(0.2),
+                                    sequence_index=9, windows=windows)])
     outcome = await _search(store, encoder, _query(threshold=0.0, search_mode=SearchMode.SEMANTIC, limit=20))
     scores = {name_of(p.chunk_id): p.score for p in outcome.results}
-    assert scores["s"] == pytest.approx(_semantic_score((0.2 + 0.8) / 2), abs=1e-3)
+    assert scores["s"] == pytest.approx(_semantic_score((1 - WINDOW_WEIGHT) * 0.2 + WINDOW_WEIGHT * 0.8), abs=1e-3)
 
 
 @pytest.mark.asyncio

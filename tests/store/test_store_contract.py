@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from alexandria.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
-from alexandria.store import DENSE, SENTENCES, CollectionInfo, Filter, Store, lexical, open_store
+from alexandria.store import DENSE, WINDOWS, CollectionInfo, Filter, Store, lexical, open_store
 from alexandria.store import schema as f
 from alexandria.store.differences import ACCENT_FOLDING
 from store.synthetic import (
@@ -307,28 +307,28 @@ def test_a_second_opener_of_the_same_store_fails_clearly(
     assert library.count(COLLECTION) == len(PASSAGES)  # the owner is unaffected
 
 
-def test_sentence_vectors_come_back_with_records(library: Store) -> None:
-    sentences = np.stack([axis(5), axis(6, tilt=5)])
+def test_window_vectors_come_back_with_records(library: Store) -> None:
+    windows = np.stack([axis(5), axis(6, tilt=5)])
     point = stored_point(PASSAGES[0])
-    library.upsert(COLLECTION, [type(point)(point.id, point.dense, point.sparse, point.payload, sentences)])
+    library.upsert(COLLECTION, [type(point)(point.id, point.dense, point.sparse, point.payload, windows)])
 
     record = library.retrieve(COLLECTION, [point.id], with_vectors=True)[0]
-    assert record.sentences.shape == (2, DIMENSION) and record.sentences.dtype == np.float32
-    np.testing.assert_allclose(record.sentences, sentences, atol=1e-3)  # stored as float16
+    assert record.windows.shape == (2, DIMENSION) and record.windows.dtype == np.float32
+    np.testing.assert_allclose(record.windows, windows, atol=1e-3)  # stored as float16
     other = library.retrieve(COLLECTION, [point_id("harpoon")], with_vectors=True)[0]
-    assert other.sentences is None  # parents and older points carry none
+    assert other.windows is None  # parents carry none
 
 
-def test_similarities_are_cosines_to_the_best_sentence_or_to_the_dense_vector(library: Store) -> None:
-    sentences = np.stack([axis(5), axis(6, tilt=5)])
+def test_similarities_are_cosines_to_the_best_window_or_to_the_dense_vector(library: Store) -> None:
+    windows = np.stack([axis(5), axis(6, tilt=5)])
     point = stored_point(PASSAGES[0])  # whale, dense along axis 0
-    library.upsert(COLLECTION, [type(point)(point.id, point.dense, point.sparse, point.payload, sentences)])
+    library.upsert(COLLECTION, [type(point)(point.id, point.dense, point.sparse, point.payload, windows)])
     query = axis(6)
     wanted = [point.id, point_id("harpoon"), point_id("ship")]
 
-    by_sentence = library.similarities(COLLECTION, wanted, query, SENTENCES)
-    assert set(by_sentence) == {point.id}  # the others have no sentence vectors
-    assert by_sentence[point.id] == pytest.approx(float(axis(6, tilt=5) @ query), abs=1e-3)  # the better one
+    by_window = library.similarities(COLLECTION, wanted, query, WINDOWS)
+    assert set(by_window) == {point.id}  # the others have no window vectors
+    assert by_window[point.id] == pytest.approx(float(axis(6, tilt=5) @ query), abs=1e-3)  # the better one
 
     by_dense = library.similarities(COLLECTION, wanted, axis(0), DENSE)
     assert by_dense == pytest.approx({i: float(axis(0) @ library.retrieve(COLLECTION, [i], True)[0].dense)
