@@ -2,8 +2,9 @@
 
     .venv/bin/python bench/windows.py [--scratch bench/out/retrieval] [--config 256:32:title ...]
 
-Today a passage is scored by its chunk vector (the mean of its sentences' vectors) and its best sentence
-(MaxSim over its sentence vectors). A sentence alone has lost its context, and the model reads at most
+Before windows, a passage was scored by its chunk vector (the mean of its sentences' vectors) and its
+best sentence (MaxSim over its sentence vectors): this bench embeds each passage's sentences itself (as
+the ingest cut them: the segmenter's sentences) to compare. A sentence alone has lost its context, and the model reads at most
 `max_seq_length` word pieces of a text. Here every passage of the retrieval bench's store is cut into
 windows of at most W of the model's own tokens (the header included), overlapping by O tokens, each
 starting on a word and never crossing the passage; a window's text starts with a header (nothing, the
@@ -52,11 +53,12 @@ from retrieval import (
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from alexandria.logs import configure_logging
-from alexandria.store import Filter, Hit, open_store
+from alexandria.store import WINDOWS, Filter, Hit, open_store
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_query
 from alexandria.store.records import ChunkRecord
 from services.embedder.loading import resolve_model_source
+from services.ingest.segment import sentence_spans
 from services.query.ranking import SEMANTIC_WEIGHT, Signals, lexical_relevance, measure
 from services.query.search import SEARCHABLE_LEVELS, Searcher, SearchMode, SearchQuery, newest_versions
 from services.query.server import EmbedderQueryEncoder
@@ -136,24 +138,29 @@ def load_passages(store: Any) -> list[StoredPassage]:
     return passages
 
 
-async def window_vectors(embedder: Any, passages: Sequence[StoredPassage], config: WindowConfig,
+async def window_vectors(embedder: Any, passages: Sequence[StoredPassage], config: WindowConfig | None,
                          tokenizer: PreTrainedTokenizerBase, cache: Path) -> dict[str, np.ndarray]:
-    """Each passage id -> its windows' vectors (normalised rows), cached per config."""
-    path = cache / f"windows-{config.slug}.npz"
+    """Each passage id -> its windows' vectors (normalised rows), cached per config; with no config, its
+    sentences' vectors."""
+    path = cache / f"windows-{config.slug if config else 'sentences'}.npz"
     if path.is_file():
         saved = np.load(path)
         counts, vectors = saved["counts"], saved["vectors"]
     else:
         texts, counts_list = [], []
         for passage in passages:
-            cut = windows(passage, config, tokenizer)
+            if config is None:
+                cut = [passage.text[start:end] for start, end in sentence_spans(passage.text)] or [passage.text]
+            else:
+                cut = windows(passage, config, tokenizer)
             texts += cut
             counts_list.append(len(cut))
         started = time.perf_counter()
         embedded = await embedder.embed_many(texts)
         vectors = np.asarray(embedded.vectors, dtype=np.float32)
         seconds = time.perf_counter() - started
-        log.info("%s: %d windows of %d passages embedded in %.0f s (%.0f windows/s, %d truncated)", config.slug,
+        log.info("%s: %d windows of %d passages embedded in %.0f s (%.0f windows/s, %d truncated)",
+                 config.slug if config else "sentences",
                  len(texts), len(passages), seconds, len(texts) / seconds, embedded.truncated)
         counts = np.asarray(counts_list)
         np.savez(path, counts=counts, vectors=vectors)
@@ -178,6 +185,8 @@ SEMANTIC_VARIANTS: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray], np.n
     "(c+s+2w)/4": lambda c, s, w: (c + s + 2 * w) / 4,
     "(c+3w)/4": lambda c, s, w: (c + 3 * w) / 4,
     "(3c+w)/4": lambda c, s, w: (3 * c + w) / 4,
+    "max((c+3w)/4, s)": lambda c, s, w: np.maximum((c + 3 * w) / 4, s),
+    "max((c+3w)/4, .9s)": lambda c, s, w: np.maximum((c + 3 * w) / 4, 0.9 * s),
 }
 
 
@@ -206,21 +215,24 @@ def scores(ranks: Sequence[int | None]) -> dict[str, float]:
             "mrr@10": round(sum(1 / (r + 1) for r in ranks if r is not None and r < MRR_K) / n, 4)}
 
 
-def evaluate(candidates: Sequence[Candidates], window_of: dict[str, np.ndarray] | None) -> dict[str, dict[str, Any]]:
+def best_cosines(vectors_of: dict[str, np.ndarray], cand: Candidates) -> np.ndarray:
+    return np.array([float((vectors_of[h.id] @ cand.query_vector).max()) if h.id in vectors_of
+                     else cand.signals.chunk_cosine[i] for i, h in enumerate(cand.hits)])
+
+
+def evaluate(candidates: Sequence[Candidates], sentence_of: dict[str, np.ndarray],
+             window_of: dict[str, np.ndarray] | None) -> dict[str, dict[str, Any]]:
     """Per variant, the scores of each half (hybrid mode, threshold 0)."""
     rows: dict[str, dict[str, Any]] = {}
     variants = SEMANTIC_VARIANTS if window_of is not None else {"today (c+s)/2": SEMANTIC_VARIANTS["today (c+s)/2"]}
     answered: dict[str, list[float]] = {}
-    for name, combine in variants.items():
+    for name, combine in variants.items():  # s: the bench's sentence vectors, w: the config's windows
         ranks: dict[str, list[int | None]] = {split: [] for split in SPLITS}
         for cand in candidates:
             sig = cand.signals
-            if window_of is not None:
-                best_window = np.array([float((window_of[h.id] @ cand.query_vector).max()) if h.id in window_of
-                                        else sig.chunk_cosine[i] for i, h in enumerate(cand.hits)])
-            else:
-                best_window = sig.sentence_cosine
-            semantic = rescale(combine(sig.chunk_cosine, sig.sentence_cosine, best_window), cand.floor)
+            best_sentence = best_cosines(sentence_of, cand)
+            best_window = best_cosines(window_of, cand) if window_of is not None else best_sentence
+            semantic = rescale(combine(sig.chunk_cosine, best_sentence, best_window), cand.floor)
             relevance = SEMANTIC_WEIGHT * semantic + (1 - SEMANTIC_WEIGHT) * lexical_relevance(sig)
             order = [int(i) for i in np.argsort(-relevance, kind="stable")]
             rank = answer_rank(order, cand.hits, cand.question)
@@ -262,13 +274,14 @@ async def run(corpus: Path, scratch: Path, configs: Sequence[WindowConfig]) -> d
                 encoded = await encoder.encode(q.question)
                 terms = encode_query(q.question)
                 hits = newest_versions(searcher._candidates(query, encoded.vector, terms))
-                signals = measure(store, COLLECTION, hits, encoded.vector, terms)
+                signals = measure(store, COLLECTION, hits, encoded.vector, terms, WINDOWS)
                 candidates.append(Candidates(q, hits, signals, encoded.vector, encoded.similarity_floor))
             passages = load_passages(store)
-            result["sentences"] = evaluate(candidates, None)
+            sentence_of = await window_vectors(embedder, passages, None, tokenizer, scratch)
+            result["sentences"] = evaluate(candidates, sentence_of, None)
             for config in configs:
                 window_of = await window_vectors(embedder, passages, config, tokenizer, scratch)
-                result[config.slug] = evaluate(candidates, window_of)
+                result[config.slug] = evaluate(candidates, sentence_of, window_of)
                 counts = np.array([len(v) for v in window_of.values()])
                 result[config.slug]["windows"] = {"total": int(counts.sum()), "mean": round(float(counts.mean()), 2),
                                                   "max": int(counts.max())}
