@@ -162,6 +162,7 @@ class BookIngestor:
         """Each passage's window vectors (the embedder cuts them to fit its model), a slice at a time."""
         passages = [(window_header(title, chunk.locator.chapter_title), chunk.text) for chunk in chunks]
         vectors: list[np.ndarray] = []
+        report("embed windows", 0, len(passages), f"embedding the windows of {len(passages):,} passages")
         for start in range(0, len(passages), EMBED_SLICE):
             vectors += await self.embedder.embed_windows(passages[start : start + EMBED_SLICE], WINDOW_OVERLAP_TOKENS)
             done = min(start + EMBED_SLICE, len(passages))
