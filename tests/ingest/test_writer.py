@@ -94,3 +94,14 @@ def test_a_collection_made_before_passage_windows_is_searched_by_sentences_and_t
     BookWriter(store, "new").ensure_collection(DIMENSION, "m")
     made = store.collection_info("new")
     assert made is not None and CollectionModel.of(made).passage_vectors == WINDOWS
+
+
+def test_what_a_killed_ingest_left_is_gone_once_the_book_is_written(store: Store) -> None:
+    writer = BookWriter(store, "books")
+    writer.ensure_collection(DIMENSION, "m")
+    store.upsert("books", version_points(1, ["half", "of a", "book"]))  # written, never made visible: killed
+    assert store.count("books") == 3 and store.count("books", complete()) == 0
+    writer.write(KEY, 2, version_points(2, ["the whole", "book"]))
+    left = store.scroll("books", None, limit=10)  # every point, complete or not
+    assert sorted(ChunkRecord.from_payload(r.payload).text for r in left) == ["book", "the whole"]
+    assert {ChunkRecord.from_payload(r.payload).book.version for r in left} == {2}
