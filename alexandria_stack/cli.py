@@ -24,7 +24,7 @@ from google.protobuf.message import Message
 from grpc import aio
 
 from alexandria.book_formats import DEFAULT_PREFERENCE, INGEST_PREFERENCE_WORDS, FormatPreference
-from alexandria.clients import ServiceClient, health_status, wait_until_serving
+from alexandria.clients import ServiceClient, ServiceHealth, health_status, wait_until_serving
 from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
 from alexandria.enums import enum_word
 from alexandria.errors import AlexandriaError, InternalError, Unavailable
@@ -71,7 +71,7 @@ async def _follow(events: AsyncGenerator[Any, None], result_type: type[R]) -> R:
 async def when_ready(name: str, address: str, timeout: float) -> None:
     """Wait for a service that is up but still starting (it waits for the embedder's model); one that
     is not running is left to fail at the call, with the message that says so."""
-    if await health_status(address) != "NOT_SERVING":
+    if await health_status(address) is not ServiceHealth.NOT_SERVING:
         return
     print(f"waiting for the {name} service to finish starting...", file=sys.stderr, flush=True)
     try:
@@ -87,9 +87,9 @@ async def cmd_status(layout: StackLayout, settings: ClientSettings) -> int:
     healthy = True
     for name, address in layout.addresses().items():
         status = await health_status(address)
-        healthy &= status == "SERVING"
+        healthy &= status is ServiceHealth.SERVING
         print(f"{name:<9} {status:<12} {address}")
-        if name == "catalog" and status == "NOT_SERVING" and (problem := await library_problem(address, settings)):
+        if name == "catalog" and status is ServiceHealth.NOT_SERVING and (problem := await library_problem(address, settings)):
             print(f"          {problem}")
     if healthy:
         query = ServiceClient("query", layout.address("query"), query_pb2_grpc.QueryServiceStub, settings)
