@@ -40,9 +40,13 @@ def file_sha256(path: Path) -> str:
 
 @dataclass(frozen=True)
 class FileStamp:
-    """What says cheaply whether a book's file changed: its format, size and modification time."""
+    """What says cheaply whether a book's file changed: its format, size and modification time.
 
-    format: str
+    The format is a name, not always a `BookFormat`: a sync stamps the file the catalog listed, under Calibre's
+    name for its format, and keeps that stamp for a book that failed, one in a format ingest cannot read
+    ("MOBI") included, so that it is not tried again while the file stays the same."""
+
+    format: str  # the format's name, as Calibre or the file's extension gives it (see below)
     size: int
     mtime_ns: int
 

@@ -9,6 +9,7 @@ import asyncio
 import logging
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 import grpc
@@ -114,19 +115,29 @@ class ServiceClient:
 HEALTH_TIMEOUT_S = 2.0
 
 
-async def check_health(channel: aio.Channel, timeout: float = HEALTH_TIMEOUT_S) -> str:
-    """SERVING, NOT_SERVING, or UNREACHABLE for the service behind `channel`."""
+class ServiceHealth(StrEnum):
+    """A service's health as `alexandria status`, the gateway's /health and the health check say it: the gRPC
+    health protocol's status name, or UNREACHABLE when the service does not answer."""
+
+    SERVING = "SERVING"
+    NOT_SERVING = "NOT_SERVING"
+    UNKNOWN = "UNKNOWN"
+    SERVICE_UNKNOWN = "SERVICE_UNKNOWN"
+    UNREACHABLE = "UNREACHABLE"
+
+
+async def check_health(channel: aio.Channel, timeout: float = HEALTH_TIMEOUT_S) -> ServiceHealth:
+    """The health of the service behind `channel`."""
     try:
         response = await health_pb2_grpc.HealthStub(channel).Check(
             health_pb2.HealthCheckRequest(service=""), timeout=timeout
         )
     except aio.AioRpcError:
-        return "UNREACHABLE"
-    status: str = health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
-    return status
+        return ServiceHealth.UNREACHABLE
+    return ServiceHealth(health_pb2.HealthCheckResponse.ServingStatus.Name(response.status))
 
 
-async def health_status(address: str, timeout: float = HEALTH_TIMEOUT_S) -> str:
+async def health_status(address: str, timeout: float = HEALTH_TIMEOUT_S) -> ServiceHealth:
     """`check_health` over a short-lived channel to `address`."""
     async with aio.insecure_channel(channel_target(address)) as channel:
         return await check_health(channel, timeout)

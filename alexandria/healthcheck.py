@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from alexandria.clients import health_status
+from alexandria.clients import ServiceHealth, health_status
 
 
 def main() -> None:
@@ -16,7 +16,7 @@ def main() -> None:
         sys.exit("usage: python -m alexandria.healthcheck HOST:PORT")
     status = asyncio.run(health_status(sys.argv[1]))
     print(status)
-    sys.exit(0 if status == "SERVING" else 1)
+    sys.exit(0 if status is ServiceHealth.SERVING else 1)
 
 
 if __name__ == "__main__":

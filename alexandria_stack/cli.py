@@ -23,7 +23,8 @@ from typing import Any, TypeVar
 from google.protobuf.message import Message
 from grpc import aio
 
-from alexandria.clients import ServiceClient, health_status, wait_until_serving
+from alexandria.book_formats import DEFAULT_PREFERENCE, INGEST_PREFERENCE_WORDS, FormatPreference
+from alexandria.clients import ServiceClient, ServiceHealth, health_status, wait_until_serving
 from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
 from alexandria.enums import enum_word
 from alexandria.errors import AlexandriaError, InternalError, Unavailable
@@ -70,7 +71,7 @@ async def _follow(events: AsyncGenerator[Any, None], result_type: type[R]) -> R:
 async def when_ready(name: str, address: str, timeout: float) -> None:
     """Wait for a service that is up but still starting (it waits for the embedder's model); one that
     is not running is left to fail at the call, with the message that says so."""
-    if await health_status(address) != "NOT_SERVING":
+    if await health_status(address) is not ServiceHealth.NOT_SERVING:
         return
     print(f"waiting for the {name} service to finish starting...", file=sys.stderr, flush=True)
     try:
@@ -86,9 +87,9 @@ async def cmd_status(layout: StackLayout, settings: ClientSettings) -> int:
     healthy = True
     for name, address in layout.addresses().items():
         status = await health_status(address)
-        healthy &= status == "SERVING"
+        healthy &= status is ServiceHealth.SERVING
         print(f"{name:<9} {status:<12} {address}")
-        if name == "catalog" and status == "NOT_SERVING" and (problem := await library_problem(address, settings)):
+        if name == "catalog" and status is ServiceHealth.NOT_SERVING and (problem := await library_problem(address, settings)):
             print(f"          {problem}")
     if healthy:
         query = ServiceClient("query", layout.address("query"), query_pb2_grpc.QueryServiceStub, settings)
@@ -103,7 +104,7 @@ async def cmd_ingest(layout: StackLayout, settings: ClientSettings, args: argpar
     address = layout.address("ingest")
     await when_ready("ingest", address, settings.embedder_start_wait_s)
     ingest = ServiceClient("ingest", address, ingest_pb2_grpc.IngestServiceStub, settings)
-    options = ingest_pb2.IngestOptions(format_preference=args.format)
+    options = ingest_pb2.IngestOptions(format_preference=FormatPreference(args.format).to_proto())
     try:
         if args.file:
             file = ingest_pb2.IngestFileRequest(file_path=args.file, title=args.title or "",
@@ -125,7 +126,8 @@ async def cmd_sync(layout: StackLayout, settings: ClientSettings, args: argparse
     address = layout.address("ingest")
     await when_ready("ingest", address, settings.embedder_start_wait_s)
     ingest = ServiceClient("ingest", address, ingest_pb2_grpc.IngestServiceStub, settings)
-    options = ingest_pb2.IngestOptions(format_preference=args.format, collection=args.collection or "")
+    options = ingest_pb2.IngestOptions(format_preference=FormatPreference(args.format).to_proto(),
+                                       collection=args.collection or "")
     try:
         return await _sync(ingest, ingest_pb2.SyncLibraryRequest(
             options=options, dry_run=args.dry_run, remove_deleted=True, retry_failed=args.retry_failed))
@@ -184,12 +186,13 @@ def main(argv: list[str] | None = None) -> None:
     ingest.add_argument("--file")
     ingest.add_argument("--title")
     ingest.add_argument("--author")
-    ingest.add_argument("--format", default="epub", choices=["epub", "pdf"])
+    ingest.add_argument("--format", default=DEFAULT_PREFERENCE.value, choices=INGEST_PREFERENCE_WORDS)
     sync = sub.add_parser("sync", help="bring the collection in step with the Calibre library")
     sync.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     sync.add_argument("--retry-failed", action="store_true", help="retry books that failed with the same file")
     sync.add_argument("--collection", help="default: QDRANT_COLLECTION")
-    sync.add_argument("--format", default="epub", choices=["epub", "pdf"], help="preferred format")
+    sync.add_argument("--format", default=DEFAULT_PREFERENCE.value, choices=INGEST_PREFERENCE_WORDS,
+                      help="preferred format")
     query = sub.add_parser("query", help="ask a question, print cited passages")
     query.add_argument("text")
     query.add_argument("--limit", type=int, default=QUERY_LIMIT.default)

@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np
 import pymupdf
 
+from alexandria.book_formats import BookFormat
 from alexandria.settings import IngestSettings
 from services.ingest.extract import extract_book
 from services.ingest.extract.ocr import ocr_page, tessdata_path
@@ -107,7 +108,7 @@ def typeset_scans(pages: int) -> list[Scan]:
     """Pages typeset from the guides' text, as a printed page would look, then scanned at 300 dpi."""
     scans = []
     for language, path in GUIDES.items():
-        book = extract_book(path, "EPUB")
+        book = extract_book(path, BookFormat.EPUB)
         paragraphs = [normalise(p) for c in book.chapters for p in c.text.split("\n\n") if len(p.split()) > 20]
         for n in range(pages):
             text = " ".join(paragraphs[n * 3 : n * 3 + 3])

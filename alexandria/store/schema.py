@@ -27,7 +27,7 @@ class TextSource(StrEnum):
 BOOK_KEY = "book_key"          # Calibre book uuid, or a local file's local_book_key (book_identity.py)
 CALIBRE_ID = "calibre_id"      # int, Calibre books only
 FILE_PATH = "file_path"
-FORMAT = "format"              # "EPUB", "PDF", "TXT", "MD", "HTML"
+FORMAT = "format"              # a BookFormat (alexandria.book_formats): the format read
 COMPLETE = "complete"          # bool: the whole book is written
 VERSION = "version"            # int: when this version of the book was ingested (ns); a re-ingest writes a newer one
 SOURCE = "source"              # the file this version was read from, as FileVersion.to_stored writes it

@@ -22,9 +22,10 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from alexandria.v1 import common_pb2 as alexandria_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x61lexandria/v1/catalog.proto\x12\ralexandria.v1\"\xd9\x01\n\x0b\x42ookSummary\x12\n\n\x02id\x18\x01 \x01(\x03\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0e\n\x06\x61uthor\x18\x03 \x01(\t\x12\x0f\n\x07\x61uthors\x18\x04 \x03(\t\x12\x10\n\x08language\x18\x05 \x01(\t\x12\x11\n\tlanguages\x18\x06 \x03(\t\x12\x0c\n\x04tags\x18\x07 \x03(\t\x12\x13\n\x06series\x18\x08 \x01(\tH\x00\x88\x01\x01\x12\x19\n\x0cseries_index\x18\t \x01(\x01H\x01\x88\x01\x01\x12\x0f\n\x07\x66ormats\x18\n \x03(\tB\t\n\x07_seriesB\x0f\n\r_series_index\"\x8d\x04\n\nBookDetail\x12\n\n\x02id\x18\x01 \x01(\x03\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0e\n\x06\x61uthor\x18\x03 \x01(\t\x12\x0f\n\x07\x61uthors\x18\x04 \x03(\t\x12\x10\n\x08language\x18\x05 \x01(\t\x12\x11\n\tlanguages\x18\x06 \x03(\t\x12\x0c\n\x04tags\x18\x07 \x03(\t\x12\x13\n\x06series\x18\x08 \x01(\tH\x00\x88\x01\x01\x12\x19\n\x0cseries_index\x18\t \x01(\x01H\x01\x88\x01\x01\x12\x11\n\x04isbn\x18\n \x01(\tH\x02\x88\x01\x01\x12\x16\n\tpublisher\x18\x0b \x01(\tH\x03\x88\x01\x01\x12\x14\n\x07pubdate\x18\x0c \x01(\tH\x04\x88\x01\x01\x12\x13\n\x06rating\x18\r \x01(\x01H\x05\x88\x01\x01\x12\x0f\n\x07\x66ormats\x18\x0e \x03(\t\x12?\n\x0bidentifiers\x18\x0f \x03(\x0b\x32*.alexandria.v1.BookDetail.IdentifiersEntry\x12\x0c\n\x04uuid\x18\x10 \x01(\t\x12\x13\n\x0b\x61uthor_sort\x18\x11 \x01(\t\x12\x17\n\x0fmissing_formats\x18\x12 \x03(\t\x1a\x32\n\x10IdentifiersEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\t\n\x07_seriesB\x0f\n\r_series_indexB\x07\n\x05_isbnB\x0c\n\n_publisherB\n\n\x08_pubdateB\t\n\x07_rating\"b\n\x12SearchBooksRequest\x12\x0e\n\x06\x61uthor\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x10\n\x08language\x18\x03 \x01(\t\x12\x0c\n\x04tags\x18\x04 \x03(\t\x12\r\n\x05limit\x18\x05 \x01(\x05\"O\n\x13SearchBooksResponse\x12)\n\x05\x62ooks\x18\x01 \x03(\x0b\x32\x1a.alexandria.v1.BookSummary\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\"!\n\x0eGetBookRequest\x12\x0f\n\x07\x62ook_id\x18\x01 \x01(\x03\":\n\x0fGetBookResponse\x12\'\n\x04\x62ook\x18\x01 \x01(\x0b\x32\x19.alexandria.v1.BookDetail\"\x18\n\x16GetLibraryStatsRequest\"\xb7\x02\n\x17GetLibraryStatsResponse\x12\x13\n\x0btotal_books\x18\x01 \x01(\x03\x12\x15\n\rtotal_authors\x18\x02 \x01(\x03\x12\x44\n\x07\x66ormats\x18\x03 \x03(\x0b\x32\x33.alexandria.v1.GetLibraryStatsResponse.FormatsEntry\x12H\n\tlanguages\x18\x04 \x03(\x0b\x32\x35.alexandria.v1.GetLibraryStatsResponse.LanguagesEntry\x1a.\n\x0c\x46ormatsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\x1a\x30\n\x0eLanguagesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\x9e\x01\n\x14PreviewIngestRequest\x12\x0e\n\x06\x61uthor\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x10\n\x08language\x18\x03 \x01(\t\x12\x32\n\rformat_filter\x18\x04 \x01(\x0e\x32\x1b.alexandria.v1.FormatFilter\x12\r\n\x05limit\x18\x05 \x01(\x05\x12\x12\n\ncollection\x18\x06 \x01(\t\"\xb2\x01\n\x0bPreviewBook\x12\n\n\x02id\x18\x01 \x01(\x03\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0e\n\x06\x61uthor\x18\x03 \x01(\t\x12\x10\n\x08language\x18\x04 \x01(\t\x12\x0f\n\x07\x66ormats\x18\x05 \x03(\t\x12\x17\n\x0fselected_format\x18\x06 \x01(\t\x12\x11\n\tfile_path\x18\x07 \x01(\t\x12\x18\n\x10\x61lready_ingested\x18\x08 \x01(\x08\x12\x0f\n\x07scanned\x18\t \x01(\x08\"h\n\x15PreviewIngestResponse\x12)\n\x05\x62ooks\x18\x01 \x03(\x0b\x32\x1a.alexandria.v1.PreviewBook\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\x12\x15\n\rformat_filter\x18\x03 \x01(\t\"D\n\x16ResolveBookFileRequest\x12\x0f\n\x07\x62ook_id\x18\x01 \x01(\x03\x12\x19\n\x11\x66ormat_preference\x18\x02 \x01(\t\"~\n\x17ResolveBookFileResponse\x12\'\n\x04\x62ook\x18\x01 \x01(\x0b\x32\x19.alexandria.v1.BookDetail\x12\x0e\n\x06\x66ormat\x18\x02 \x01(\t\x12\x11\n\tfile_path\x18\x03 \x01(\t\x12\x17\n\x0f\x66ile_size_bytes\x18\x04 \x01(\x03\"4\n\x17ListLibraryFilesRequest\x12\x19\n\x11\x66ormat_preference\x18\x01 \x01(\t\"\xb7\x01\n\x0bLibraryFile\x12\x0f\n\x07\x62ook_id\x18\x01 \x01(\x03\x12\x0c\n\x04uuid\x18\x02 \x01(\t\x12\r\n\x05title\x18\x03 \x01(\t\x12\x0e\n\x06\x61uthor\x18\x04 \x01(\t\x12\x0e\n\x06\x66ormat\x18\x05 \x01(\t\x12\x11\n\tfile_path\x18\x06 \x01(\t\x12\x12\n\nsize_bytes\x18\x07 \x01(\x03\x12\x10\n\x08mtime_ns\x18\x08 \x01(\x03\x12\x0f\n\x07\x61uthors\x18\t \x03(\t\x12\x10\n\x08language\x18\n \x01(\t\"[\n\x18ListLibraryFilesResponse\x12)\n\x05\x62ooks\x18\x01 \x03(\x0b\x32\x1a.alexandria.v1.LibraryFile\x12\x14\n\x0cstale_reason\x18\x02 \x01(\t*s\n\x0c\x46ormatFilter\x12\x1d\n\x19\x46ORMAT_FILTER_UNSPECIFIED\x10\x00\x12\x16\n\x12\x46ORMAT_FILTER_EPUB\x10\x01\x12\x15\n\x11\x46ORMAT_FILTER_PDF\x10\x02\x12\x15\n\x11\x46ORMAT_FILTER_ANY\x10\x03\x32\xb5\x04\n\x0e\x43\x61talogService\x12T\n\x0bSearchBooks\x12!.alexandria.v1.SearchBooksRequest\x1a\".alexandria.v1.SearchBooksResponse\x12H\n\x07GetBook\x12\x1d.alexandria.v1.GetBookRequest\x1a\x1e.alexandria.v1.GetBookResponse\x12`\n\x0fGetLibraryStats\x12%.alexandria.v1.GetLibraryStatsRequest\x1a&.alexandria.v1.GetLibraryStatsResponse\x12Z\n\rPreviewIngest\x12#.alexandria.v1.PreviewIngestRequest\x1a$.alexandria.v1.PreviewIngestResponse\x12`\n\x0fResolveBookFile\x12%.alexandria.v1.ResolveBookFileRequest\x1a&.alexandria.v1.ResolveBookFileResponse\x12\x63\n\x10ListLibraryFiles\x12&.alexandria.v1.ListLibraryFilesRequest\x1a\'.alexandria.v1.ListLibraryFilesResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x61lexandria/v1/catalog.proto\x12\ralexandria.v1\x1a\x1a\x61lexandria/v1/common.proto\"\xd9\x01\n\x0b\x42ookSummary\x12\n\n\x02id\x18\x01 \x01(\x03\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0e\n\x06\x61uthor\x18\x03 \x01(\t\x12\x0f\n\x07\x61uthors\x18\x04 \x03(\t\x12\x10\n\x08language\x18\x05 \x01(\t\x12\x11\n\tlanguages\x18\x06 \x03(\t\x12\x0c\n\x04tags\x18\x07 \x03(\t\x12\x13\n\x06series\x18\x08 \x01(\tH\x00\x88\x01\x01\x12\x19\n\x0cseries_index\x18\t \x01(\x01H\x01\x88\x01\x01\x12\x0f\n\x07\x66ormats\x18\n \x03(\tB\t\n\x07_seriesB\x0f\n\r_series_index\"\x8d\x04\n\nBookDetail\x12\n\n\x02id\x18\x01 \x01(\x03\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0e\n\x06\x61uthor\x18\x03 \x01(\t\x12\x0f\n\x07\x61uthors\x18\x04 \x03(\t\x12\x10\n\x08language\x18\x05 \x01(\t\x12\x11\n\tlanguages\x18\x06 \x03(\t\x12\x0c\n\x04tags\x18\x07 \x03(\t\x12\x13\n\x06series\x18\x08 \x01(\tH\x00\x88\x01\x01\x12\x19\n\x0cseries_index\x18\t \x01(\x01H\x01\x88\x01\x01\x12\x11\n\x04isbn\x18\n \x01(\tH\x02\x88\x01\x01\x12\x16\n\tpublisher\x18\x0b \x01(\tH\x03\x88\x01\x01\x12\x14\n\x07pubdate\x18\x0c \x01(\tH\x04\x88\x01\x01\x12\x13\n\x06rating\x18\r \x01(\x01H\x05\x88\x01\x01\x12\x0f\n\x07\x66ormats\x18\x0e \x03(\t\x12?\n\x0bidentifiers\x18\x0f \x03(\x0b\x32*.alexandria.v1.BookDetail.IdentifiersEntry\x12\x0c\n\x04uuid\x18\x10 \x01(\t\x12\x13\n\x0b\x61uthor_sort\x18\x11 \x01(\t\x12\x17\n\x0fmissing_formats\x18\x12 \x03(\t\x1a\x32\n\x10IdentifiersEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\t\n\x07_seriesB\x0f\n\r_series_indexB\x07\n\x05_isbnB\x0c\n\n_publisherB\n\n\x08_pubdateB\t\n\x07_rating\"b\n\x12SearchBooksRequest\x12\x0e\n\x06\x61uthor\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x10\n\x08language\x18\x03 \x01(\t\x12\x0c\n\x04tags\x18\x04 \x03(\t\x12\r\n\x05limit\x18\x05 \x01(\x05\"O\n\x13SearchBooksResponse\x12)\n\x05\x62ooks\x18\x01 \x03(\x0b\x32\x1a.alexandria.v1.BookSummary\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\"!\n\x0eGetBookRequest\x12\x0f\n\x07\x62ook_id\x18\x01 \x01(\x03\":\n\x0fGetBookResponse\x12\'\n\x04\x62ook\x18\x01 \x01(\x0b\x32\x19.alexandria.v1.BookDetail\"\x18\n\x16GetLibraryStatsRequest\"\xb7\x02\n\x17GetLibraryStatsResponse\x12\x13\n\x0btotal_books\x18\x01 \x01(\x03\x12\x15\n\rtotal_authors\x18\x02 \x01(\x03\x12\x44\n\x07\x66ormats\x18\x03 \x03(\x0b\x32\x33.alexandria.v1.GetLibraryStatsResponse.FormatsEntry\x12H\n\tlanguages\x18\x04 \x03(\x0b\x32\x35.alexandria.v1.GetLibraryStatsResponse.LanguagesEntry\x1a.\n\x0c\x46ormatsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\x1a\x30\n\x0eLanguagesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\xa2\x01\n\x14PreviewIngestRequest\x12\x0e\n\x06\x61uthor\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x10\n\x08language\x18\x03 \x01(\t\x12\x36\n\rformat_filter\x18\x04 \x01(\x0e\x32\x1f.alexandria.v1.FormatPreference\x12\r\n\x05limit\x18\x05 \x01(\x05\x12\x12\n\ncollection\x18\x06 \x01(\t\"\xb2\x01\n\x0bPreviewBook\x12\n\n\x02id\x18\x01 \x01(\x03\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0e\n\x06\x61uthor\x18\x03 \x01(\t\x12\x10\n\x08language\x18\x04 \x01(\t\x12\x0f\n\x07\x66ormats\x18\x05 \x03(\t\x12\x17\n\x0fselected_format\x18\x06 \x01(\t\x12\x11\n\tfile_path\x18\x07 \x01(\t\x12\x18\n\x10\x61lready_ingested\x18\x08 \x01(\x08\x12\x0f\n\x07scanned\x18\t \x01(\x08\"h\n\x15PreviewIngestResponse\x12)\n\x05\x62ooks\x18\x01 \x03(\x0b\x32\x1a.alexandria.v1.PreviewBook\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\x12\x15\n\rformat_filter\x18\x03 \x01(\t\"e\n\x16ResolveBookFileRequest\x12\x0f\n\x07\x62ook_id\x18\x01 \x01(\x03\x12:\n\x11\x66ormat_preference\x18\x02 \x01(\x0e\x32\x1f.alexandria.v1.FormatPreference\"~\n\x17ResolveBookFileResponse\x12\'\n\x04\x62ook\x18\x01 \x01(\x0b\x32\x19.alexandria.v1.BookDetail\x12\x0e\n\x06\x66ormat\x18\x02 \x01(\t\x12\x11\n\tfile_path\x18\x03 \x01(\t\x12\x17\n\x0f\x66ile_size_bytes\x18\x04 \x01(\x03\"U\n\x17ListLibraryFilesRequest\x12:\n\x11\x66ormat_preference\x18\x01 \x01(\x0e\x32\x1f.alexandria.v1.FormatPreference\"\xb7\x01\n\x0bLibraryFile\x12\x0f\n\x07\x62ook_id\x18\x01 \x01(\x03\x12\x0c\n\x04uuid\x18\x02 \x01(\t\x12\r\n\x05title\x18\x03 \x01(\t\x12\x0e\n\x06\x61uthor\x18\x04 \x01(\t\x12\x0e\n\x06\x66ormat\x18\x05 \x01(\t\x12\x11\n\tfile_path\x18\x06 \x01(\t\x12\x12\n\nsize_bytes\x18\x07 \x01(\x03\x12\x10\n\x08mtime_ns\x18\x08 \x01(\x03\x12\x0f\n\x07\x61uthors\x18\t \x03(\t\x12\x10\n\x08language\x18\n \x01(\t\"[\n\x18ListLibraryFilesResponse\x12)\n\x05\x62ooks\x18\x01 \x03(\x0b\x32\x1a.alexandria.v1.LibraryFile\x12\x14\n\x0cstale_reason\x18\x02 \x01(\t2\xb5\x04\n\x0e\x43\x61talogService\x12T\n\x0bSearchBooks\x12!.alexandria.v1.SearchBooksRequest\x1a\".alexandria.v1.SearchBooksResponse\x12H\n\x07GetBook\x12\x1d.alexandria.v1.GetBookRequest\x1a\x1e.alexandria.v1.GetBookResponse\x12`\n\x0fGetLibraryStats\x12%.alexandria.v1.GetLibraryStatsRequest\x1a&.alexandria.v1.GetLibraryStatsResponse\x12Z\n\rPreviewIngest\x12#.alexandria.v1.PreviewIngestRequest\x1a$.alexandria.v1.PreviewIngestResponse\x12`\n\x0fResolveBookFile\x12%.alexandria.v1.ResolveBookFileRequest\x1a&.alexandria.v1.ResolveBookFileResponse\x12\x63\n\x10ListLibraryFiles\x12&.alexandria.v1.ListLibraryFilesRequest\x1a\'.alexandria.v1.ListLibraryFilesResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,46 +38,44 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETLIBRARYSTATSRESPONSE_FORMATSENTRY']._serialized_options = b'8\001'
   _globals['_GETLIBRARYSTATSRESPONSE_LANGUAGESENTRY']._loaded_options = None
   _globals['_GETLIBRARYSTATSRESPONSE_LANGUAGESENTRY']._serialized_options = b'8\001'
-  _globals['_FORMATFILTER']._serialized_start=2389
-  _globals['_FORMATFILTER']._serialized_end=2504
-  _globals['_BOOKSUMMARY']._serialized_start=47
-  _globals['_BOOKSUMMARY']._serialized_end=264
-  _globals['_BOOKDETAIL']._serialized_start=267
-  _globals['_BOOKDETAIL']._serialized_end=792
-  _globals['_BOOKDETAIL_IDENTIFIERSENTRY']._serialized_start=668
-  _globals['_BOOKDETAIL_IDENTIFIERSENTRY']._serialized_end=718
-  _globals['_SEARCHBOOKSREQUEST']._serialized_start=794
-  _globals['_SEARCHBOOKSREQUEST']._serialized_end=892
-  _globals['_SEARCHBOOKSRESPONSE']._serialized_start=894
-  _globals['_SEARCHBOOKSRESPONSE']._serialized_end=973
-  _globals['_GETBOOKREQUEST']._serialized_start=975
-  _globals['_GETBOOKREQUEST']._serialized_end=1008
-  _globals['_GETBOOKRESPONSE']._serialized_start=1010
-  _globals['_GETBOOKRESPONSE']._serialized_end=1068
-  _globals['_GETLIBRARYSTATSREQUEST']._serialized_start=1070
-  _globals['_GETLIBRARYSTATSREQUEST']._serialized_end=1094
-  _globals['_GETLIBRARYSTATSRESPONSE']._serialized_start=1097
-  _globals['_GETLIBRARYSTATSRESPONSE']._serialized_end=1408
-  _globals['_GETLIBRARYSTATSRESPONSE_FORMATSENTRY']._serialized_start=1312
-  _globals['_GETLIBRARYSTATSRESPONSE_FORMATSENTRY']._serialized_end=1358
-  _globals['_GETLIBRARYSTATSRESPONSE_LANGUAGESENTRY']._serialized_start=1360
-  _globals['_GETLIBRARYSTATSRESPONSE_LANGUAGESENTRY']._serialized_end=1408
-  _globals['_PREVIEWINGESTREQUEST']._serialized_start=1411
-  _globals['_PREVIEWINGESTREQUEST']._serialized_end=1569
-  _globals['_PREVIEWBOOK']._serialized_start=1572
-  _globals['_PREVIEWBOOK']._serialized_end=1750
-  _globals['_PREVIEWINGESTRESPONSE']._serialized_start=1752
-  _globals['_PREVIEWINGESTRESPONSE']._serialized_end=1856
-  _globals['_RESOLVEBOOKFILEREQUEST']._serialized_start=1858
-  _globals['_RESOLVEBOOKFILEREQUEST']._serialized_end=1926
-  _globals['_RESOLVEBOOKFILERESPONSE']._serialized_start=1928
-  _globals['_RESOLVEBOOKFILERESPONSE']._serialized_end=2054
-  _globals['_LISTLIBRARYFILESREQUEST']._serialized_start=2056
-  _globals['_LISTLIBRARYFILESREQUEST']._serialized_end=2108
-  _globals['_LIBRARYFILE']._serialized_start=2111
-  _globals['_LIBRARYFILE']._serialized_end=2294
-  _globals['_LISTLIBRARYFILESRESPONSE']._serialized_start=2296
-  _globals['_LISTLIBRARYFILESRESPONSE']._serialized_end=2387
-  _globals['_CATALOGSERVICE']._serialized_start=2507
-  _globals['_CATALOGSERVICE']._serialized_end=3072
+  _globals['_BOOKSUMMARY']._serialized_start=75
+  _globals['_BOOKSUMMARY']._serialized_end=292
+  _globals['_BOOKDETAIL']._serialized_start=295
+  _globals['_BOOKDETAIL']._serialized_end=820
+  _globals['_BOOKDETAIL_IDENTIFIERSENTRY']._serialized_start=696
+  _globals['_BOOKDETAIL_IDENTIFIERSENTRY']._serialized_end=746
+  _globals['_SEARCHBOOKSREQUEST']._serialized_start=822
+  _globals['_SEARCHBOOKSREQUEST']._serialized_end=920
+  _globals['_SEARCHBOOKSRESPONSE']._serialized_start=922
+  _globals['_SEARCHBOOKSRESPONSE']._serialized_end=1001
+  _globals['_GETBOOKREQUEST']._serialized_start=1003
+  _globals['_GETBOOKREQUEST']._serialized_end=1036
+  _globals['_GETBOOKRESPONSE']._serialized_start=1038
+  _globals['_GETBOOKRESPONSE']._serialized_end=1096
+  _globals['_GETLIBRARYSTATSREQUEST']._serialized_start=1098
+  _globals['_GETLIBRARYSTATSREQUEST']._serialized_end=1122
+  _globals['_GETLIBRARYSTATSRESPONSE']._serialized_start=1125
+  _globals['_GETLIBRARYSTATSRESPONSE']._serialized_end=1436
+  _globals['_GETLIBRARYSTATSRESPONSE_FORMATSENTRY']._serialized_start=1340
+  _globals['_GETLIBRARYSTATSRESPONSE_FORMATSENTRY']._serialized_end=1386
+  _globals['_GETLIBRARYSTATSRESPONSE_LANGUAGESENTRY']._serialized_start=1388
+  _globals['_GETLIBRARYSTATSRESPONSE_LANGUAGESENTRY']._serialized_end=1436
+  _globals['_PREVIEWINGESTREQUEST']._serialized_start=1439
+  _globals['_PREVIEWINGESTREQUEST']._serialized_end=1601
+  _globals['_PREVIEWBOOK']._serialized_start=1604
+  _globals['_PREVIEWBOOK']._serialized_end=1782
+  _globals['_PREVIEWINGESTRESPONSE']._serialized_start=1784
+  _globals['_PREVIEWINGESTRESPONSE']._serialized_end=1888
+  _globals['_RESOLVEBOOKFILEREQUEST']._serialized_start=1890
+  _globals['_RESOLVEBOOKFILEREQUEST']._serialized_end=1991
+  _globals['_RESOLVEBOOKFILERESPONSE']._serialized_start=1993
+  _globals['_RESOLVEBOOKFILERESPONSE']._serialized_end=2119
+  _globals['_LISTLIBRARYFILESREQUEST']._serialized_start=2121
+  _globals['_LISTLIBRARYFILESREQUEST']._serialized_end=2206
+  _globals['_LIBRARYFILE']._serialized_start=2209
+  _globals['_LIBRARYFILE']._serialized_end=2392
+  _globals['_LISTLIBRARYFILESRESPONSE']._serialized_start=2394
+  _globals['_LISTLIBRARYFILESRESPONSE']._serialized_end=2485
+  _globals['_CATALOGSERVICE']._serialized_start=2488
+  _globals['_CATALOGSERVICE']._serialized_end=3053
 # @@protoc_insertion_point(module_scope)

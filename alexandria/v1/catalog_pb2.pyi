@@ -1,22 +1,11 @@
+from alexandria.v1 import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
-from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
-
-class FormatFilter(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
-    __slots__ = ()
-    FORMAT_FILTER_UNSPECIFIED: _ClassVar[FormatFilter]
-    FORMAT_FILTER_EPUB: _ClassVar[FormatFilter]
-    FORMAT_FILTER_PDF: _ClassVar[FormatFilter]
-    FORMAT_FILTER_ANY: _ClassVar[FormatFilter]
-FORMAT_FILTER_UNSPECIFIED: FormatFilter
-FORMAT_FILTER_EPUB: FormatFilter
-FORMAT_FILTER_PDF: FormatFilter
-FORMAT_FILTER_ANY: FormatFilter
 
 class BookSummary(_message.Message):
     __slots__ = ("id", "title", "author", "authors", "language", "languages", "tags", "series", "series_index", "formats")
@@ -164,10 +153,10 @@ class PreviewIngestRequest(_message.Message):
     author: str
     title: str
     language: str
-    format_filter: FormatFilter
+    format_filter: _common_pb2.FormatPreference
     limit: int
     collection: str
-    def __init__(self, author: _Optional[str] = ..., title: _Optional[str] = ..., language: _Optional[str] = ..., format_filter: _Optional[_Union[FormatFilter, str]] = ..., limit: _Optional[int] = ..., collection: _Optional[str] = ...) -> None: ...
+    def __init__(self, author: _Optional[str] = ..., title: _Optional[str] = ..., language: _Optional[str] = ..., format_filter: _Optional[_Union[_common_pb2.FormatPreference, str]] = ..., limit: _Optional[int] = ..., collection: _Optional[str] = ...) -> None: ...
 
 class PreviewBook(_message.Message):
     __slots__ = ("id", "title", "author", "language", "formats", "selected_format", "file_path", "already_ingested", "scanned")
@@ -206,8 +195,8 @@ class ResolveBookFileRequest(_message.Message):
     BOOK_ID_FIELD_NUMBER: _ClassVar[int]
     FORMAT_PREFERENCE_FIELD_NUMBER: _ClassVar[int]
     book_id: int
-    format_preference: str
-    def __init__(self, book_id: _Optional[int] = ..., format_preference: _Optional[str] = ...) -> None: ...
+    format_preference: _common_pb2.FormatPreference
+    def __init__(self, book_id: _Optional[int] = ..., format_preference: _Optional[_Union[_common_pb2.FormatPreference, str]] = ...) -> None: ...
 
 class ResolveBookFileResponse(_message.Message):
     __slots__ = ("book", "format", "file_path", "file_size_bytes")
@@ -224,8 +213,8 @@ class ResolveBookFileResponse(_message.Message):
 class ListLibraryFilesRequest(_message.Message):
     __slots__ = ("format_preference",)
     FORMAT_PREFERENCE_FIELD_NUMBER: _ClassVar[int]
-    format_preference: str
-    def __init__(self, format_preference: _Optional[str] = ...) -> None: ...
+    format_preference: _common_pb2.FormatPreference
+    def __init__(self, format_preference: _Optional[_Union[_common_pb2.FormatPreference, str]] = ...) -> None: ...
 
 class LibraryFile(_message.Message):
     __slots__ = ("book_id", "uuid", "title", "author", "format", "file_path", "size_bytes", "mtime_ns", "authors", "language")

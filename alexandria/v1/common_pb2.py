@@ -24,13 +24,15 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x61lexandria/v1/common.proto\x12\ralexandria.v1\"S\n\x0e\x43hunkingParams\x12\x11\n\tthreshold\x18\x01 \x01(\x01\x12\x16\n\x0emin_chunk_size\x18\x02 \x01(\x05\x12\x16\n\x0emax_chunk_size\x18\x03 \x01(\x05\"\xaa\x01\n\x07Locator\x12\x15\n\rchapter_title\x18\x01 \x01(\t\x12\x15\n\rchapter_index\x18\x02 \x01(\x05\x12\x10\n\x08position\x18\x03 \x01(\x05\x12\x17\n\npage_start\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12\x15\n\x08page_end\x18\x05 \x01(\x05H\x01\x88\x01\x01\x12\x13\n\x0btext_source\x18\x06 \x01(\tB\r\n\x0b_page_startB\x0b\n\t_page_end\"G\n\x08Progress\x12\r\n\x05stage\x18\x01 \x01(\t\x12\x0c\n\x04\x64one\x18\x02 \x01(\x03\x12\r\n\x05total\x18\x03 \x01(\x03\x12\x0f\n\x07message\x18\x04 \x01(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x61lexandria/v1/common.proto\x12\ralexandria.v1\"S\n\x0e\x43hunkingParams\x12\x11\n\tthreshold\x18\x01 \x01(\x01\x12\x16\n\x0emin_chunk_size\x18\x02 \x01(\x05\x12\x16\n\x0emax_chunk_size\x18\x03 \x01(\x05\"\xaa\x01\n\x07Locator\x12\x15\n\rchapter_title\x18\x01 \x01(\t\x12\x15\n\rchapter_index\x18\x02 \x01(\x05\x12\x10\n\x08position\x18\x03 \x01(\x05\x12\x17\n\npage_start\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12\x15\n\x08page_end\x18\x05 \x01(\x05H\x01\x88\x01\x01\x12\x13\n\x0btext_source\x18\x06 \x01(\tB\r\n\x0b_page_startB\x0b\n\t_page_end\"G\n\x08Progress\x12\r\n\x05stage\x18\x01 \x01(\t\x12\x0c\n\x04\x64one\x18\x02 \x01(\x03\x12\r\n\x05total\x18\x03 \x01(\x03\x12\x0f\n\x07message\x18\x04 \x01(\t*\x87\x01\n\x10\x46ormatPreference\x12!\n\x1d\x46ORMAT_PREFERENCE_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x46ORMAT_PREFERENCE_EPUB\x10\x01\x12\x19\n\x15\x46ORMAT_PREFERENCE_PDF\x10\x02\x12\x19\n\x15\x46ORMAT_PREFERENCE_ANY\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'alexandria.v1.common_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_FORMATPREFERENCE']._serialized_start=377
+  _globals['_FORMATPREFERENCE']._serialized_end=512
   _globals['_CHUNKINGPARAMS']._serialized_start=45
   _globals['_CHUNKINGPARAMS']._serialized_end=128
   _globals['_LOCATOR']._serialized_start=131

@@ -1,8 +1,20 @@
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Optional as _Optional
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class FormatPreference(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    FORMAT_PREFERENCE_UNSPECIFIED: _ClassVar[FormatPreference]
+    FORMAT_PREFERENCE_EPUB: _ClassVar[FormatPreference]
+    FORMAT_PREFERENCE_PDF: _ClassVar[FormatPreference]
+    FORMAT_PREFERENCE_ANY: _ClassVar[FormatPreference]
+FORMAT_PREFERENCE_UNSPECIFIED: FormatPreference
+FORMAT_PREFERENCE_EPUB: FormatPreference
+FORMAT_PREFERENCE_PDF: FormatPreference
+FORMAT_PREFERENCE_ANY: FormatPreference
 
 class ChunkingParams(_message.Message):
     __slots__ = ("threshold", "min_chunk_size", "max_chunk_size")

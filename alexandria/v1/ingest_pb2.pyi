@@ -26,10 +26,10 @@ class IngestOptions(_message.Message):
     HIERARCHICAL_FIELD_NUMBER: _ClassVar[int]
     CHUNKING_FIELD_NUMBER: _ClassVar[int]
     collection: str
-    format_preference: str
+    format_preference: _common_pb2.FormatPreference
     hierarchical: bool
     chunking: _common_pb2.ChunkingParams
-    def __init__(self, collection: _Optional[str] = ..., format_preference: _Optional[str] = ..., hierarchical: _Optional[bool] = ..., chunking: _Optional[_Union[_common_pb2.ChunkingParams, _Mapping]] = ...) -> None: ...
+    def __init__(self, collection: _Optional[str] = ..., format_preference: _Optional[_Union[_common_pb2.FormatPreference, str]] = ..., hierarchical: _Optional[bool] = ..., chunking: _Optional[_Union[_common_pb2.ChunkingParams, _Mapping]] = ...) -> None: ...
 
 class IngestBookRequest(_message.Message):
     __slots__ = ("book_id", "options")
@@ -186,8 +186,8 @@ class BookSource(_message.Message):
     FORMAT_PREFERENCE_FIELD_NUMBER: _ClassVar[int]
     book_id: int
     file_path: str
-    format_preference: str
-    def __init__(self, book_id: _Optional[int] = ..., file_path: _Optional[str] = ..., format_preference: _Optional[str] = ...) -> None: ...
+    format_preference: _common_pb2.FormatPreference
+    def __init__(self, book_id: _Optional[int] = ..., file_path: _Optional[str] = ..., format_preference: _Optional[_Union[_common_pb2.FormatPreference, str]] = ...) -> None: ...
 
 class TestChunkingRequest(_message.Message):
     __slots__ = ("source", "chunking")

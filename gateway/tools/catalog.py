@@ -9,8 +9,8 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import Field
 
+from alexandria import book_formats
 from alexandria.contract import BOOK_SEARCH_LIMIT, PREVIEW_LIMIT
-from alexandria.enums import enum_number
 from alexandria.errors import AlexandriaError
 from alexandria.v1 import catalog_pb2, query_pb2
 from gateway.results import composite_schema, contract_dict, error_result, message_result, tool_result
@@ -130,8 +130,8 @@ async def alexandria_ingest_preview(
     title: Annotated[str | None, Field(min_length=1, description="Filter by title (partial).")] = None,
     language: Language = None,
     format_filter: Annotated[
-        Literal["epub", "pdf", "any"], Field(description="Which format a book must have to be listed.")
-    ] = "epub",
+        Literal[book_formats.FORMAT_FILTER_WORDS], Field(description="Which format a book must have to be listed.")
+    ] = book_formats.DEFAULT_PREFERENCE.value,
     limit: Annotated[int, PREVIEW_LIMIT.field("Maximum number of books.")] = PREVIEW_LIMIT.default,
     collection: Collection = None,
 ) -> CallToolResult:
@@ -143,7 +143,7 @@ async def alexandria_ingest_preview(
         author=author or "",
         title=title or "",
         language=language or "",
-        format_filter=enum_number(catalog_pb2.FormatFilter.DESCRIPTOR, format_filter),
+        format_filter=book_formats.FormatPreference(format_filter).to_proto(),
         limit=limit,
         collection=collection or "",
     )

@@ -15,6 +15,7 @@ from gateway.progress import stream_result
 from gateway.results import message_result
 from gateway.tools.base import READ_ONLY, REMOVES, WRITES, backends, register_tool
 from gateway.tools.params import (
+    DEFAULT_FORMAT_PREFERENCE,
     BookId,
     Collection,
     FilePath,
@@ -24,6 +25,7 @@ from gateway.tools.params import (
     MaxChunkSize,
     MinChunkSize,
     Threshold,
+    book_source,
     ingest_options,
 )
 
@@ -41,7 +43,7 @@ async def alexandria_ingest(
     ctx: Context,
     book_id: BookId,
     collection: Collection = None,
-    format_preference: FormatPreference = "epub",
+    format_preference: FormatPreference = DEFAULT_FORMAT_PREFERENCE,
     hierarchical: Hierarchical = True,
     threshold: Threshold = CHUNK_THRESHOLD.default,
     min_chunk_size: MinChunkSize = MIN_CHUNK_SIZE.default,
@@ -81,7 +83,7 @@ async def alexandria_batch_ingest(
     language: Language = None,
     limit: Annotated[int, BATCH_LIMIT.field("Maximum number of books to ingest.")] = BATCH_LIMIT.default,
     collection: Collection = None,
-    format_preference: FormatPreference = "epub",
+    format_preference: FormatPreference = DEFAULT_FORMAT_PREFERENCE,
     hierarchical: Hierarchical = True,
     threshold: Threshold = CHUNK_THRESHOLD.default,
     min_chunk_size: MinChunkSize = MIN_CHUNK_SIZE.default,
@@ -117,13 +119,13 @@ async def alexandria_test_chunking(
     threshold: Threshold = CHUNK_THRESHOLD.default,
     min_chunk_size: MinChunkSize = MIN_CHUNK_SIZE.default,
     max_chunk_size: MaxChunkSize = MAX_CHUNK_SIZE.default,
-    format_preference: FormatPreference = "epub",
+    format_preference: FormatPreference = DEFAULT_FORMAT_PREFERENCE,
 ) -> CallToolResult:
     """Chunk a Calibre book with the given parameters WITHOUT storing anything, and show the resulting chunk
     statistics and sample chunks. Use it to choose parameters before alexandria_ingest.
     """
     request = ingest_pb2.TestChunkingRequest(
-        source=ingest_pb2.BookSource(book_id=book_id, format_preference=format_preference),
+        source=book_source(book_id, format_preference),
         chunking=common_pb2.ChunkingParams(
             threshold=threshold, min_chunk_size=min_chunk_size, max_chunk_size=max_chunk_size
         ),
@@ -141,7 +143,7 @@ async def alexandria_test_chunking(
 async def alexandria_compare_chunking(
     ctx: Context,
     book_id: BookId,
-    format_preference: FormatPreference = "epub",
+    format_preference: FormatPreference = DEFAULT_FORMAT_PREFERENCE,
     min_chunk_size: MinChunkSize = MIN_CHUNK_SIZE.default,
     max_chunk_size: MaxChunkSize = MAX_CHUNK_SIZE.default,
 ) -> CallToolResult:
@@ -149,7 +151,7 @@ async def alexandria_compare_chunking(
     sizes, coherence, semantic vs forced breaks with sample breaks, and a recommended threshold.
     """
     request = ingest_pb2.CompareChunkingRequest(
-        source=ingest_pb2.BookSource(book_id=book_id, format_preference=format_preference),
+        source=book_source(book_id, format_preference),
         min_chunk_size=min_chunk_size,
         max_chunk_size=max_chunk_size,
     )
@@ -217,7 +219,7 @@ async def alexandria_ingest_file(
         title=title or "",
         author=author or "",
         language=language or "",
-        options=ingest_options(collection, "", hierarchical, threshold, min_chunk_size, max_chunk_size),
+        options=ingest_options(collection, None, hierarchical, threshold, min_chunk_size, max_chunk_size),
     )
     return message_result(await stream_result(ctx, backends(ctx).ingest.stream("IngestFile", request)))
 

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from alexandria import book_formats
 from alexandria.contract import CHUNK_THRESHOLD, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
 from alexandria.v1 import common_pb2, ingest_pb2
 
@@ -17,8 +18,10 @@ Collection = Annotated[
     str | None, Field(min_length=1, description="Qdrant collection. Default: the server's QDRANT_COLLECTION.")
 ]
 FormatPreference = Annotated[
-    Literal["epub", "pdf"], Field(description="Which file to read when the book has several formats.")
+    Literal[book_formats.INGEST_PREFERENCE_WORDS],
+    Field(description="Which file to read when the book has several formats."),
 ]
+DEFAULT_FORMAT_PREFERENCE = book_formats.DEFAULT_PREFERENCE.value
 Threshold = Annotated[
     float,
     CHUNK_THRESHOLD.field(
@@ -53,9 +56,16 @@ FilePath = Annotated[
 ]
 
 
+def book_source(book_id: int, format_preference: str) -> ingest_pb2.BookSource:
+    """A Calibre book for the chunking tests, and the file of it to read."""
+    return ingest_pb2.BookSource(
+        book_id=book_id, format_preference=book_formats.FormatPreference(format_preference).to_proto()
+    )
+
+
 def ingest_options(
     collection: str | None,
-    format_preference: str,
+    format_preference: str | None,  # None for a local file: it has one format
     hierarchical: bool,
     threshold: float,
     min_chunk_size: int,
@@ -63,7 +73,7 @@ def ingest_options(
 ) -> ingest_pb2.IngestOptions:
     return ingest_pb2.IngestOptions(
         collection=collection or "",
-        format_preference=format_preference,
+        format_preference=book_formats.FormatPreference(format_preference).to_proto() if format_preference else None,
         hierarchical=hierarchical,
         chunking=common_pb2.ChunkingParams(
             threshold=threshold, min_chunk_size=min_chunk_size, max_chunk_size=max_chunk_size

@@ -6,34 +6,23 @@ from __future__ import annotations
 import logging
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
-from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
 
+from alexandria.book_formats import FormatPreference
 from alexandria.errors import FailedPrecondition, NotFound
 from alexandria.languages import language_code
 
 log = logging.getLogger(__name__)
 
-PREFERRED_FORMATS = ("EPUB", "PDF")  # what ingest reads best, best first
-
-
-class FormatFilter(StrEnum):
-    """Which file a preview proposes for ingest (the contract's `format_filter`)."""
-
-    EPUB = "epub"
-    PDF = "pdf"
-    ANY = "any"
-
-
 @dataclass(frozen=True)
 class BookFile:
     """One format of a book, where Calibre keeps it (it may be missing on disk)."""
 
-    format: str  # upper case, e.g. "EPUB"
+    format: str  # Calibre's name, upper case: a BookFormat's ("EPUB") or one ingest cannot read ("MOBI")
     library: Path
     relative: str  # "Author/Title (id)/Title - Author.epub", as Calibre names it
 
@@ -204,27 +193,15 @@ class LibrarySnapshot:
         return found
 
 
-def _by_preference(first: str | None = None) -> Callable[[str], tuple[bool, int, str]]:
-    """Sort key for formats: `first` first, then EPUB, PDF, then the others by name."""
-    rank = {fmt: i for i, fmt in enumerate(PREFERRED_FORMATS)}
-    return lambda fmt: (fmt != first, rank.get(fmt, len(rank)), fmt)
-
-
-def choose_file(book: Book, preferred: str | None) -> BookFile | None:
+def select_file(book: Book, preference: FormatPreference) -> BookFile | None:
     """The file of a book that ingest reads: the preferred format if it is on disk, else the best other one
-    (EPUB, PDF, then by name); None when none of its files is on disk. Preview and ingest both ask this."""
-    key = _by_preference((preferred or PREFERRED_FORMATS[0]).upper())
-    return next((f for f in sorted(book.files, key=lambda f: key(f.format)) if f.path.is_file()), None)
+    (EPUB, PDF, then by name); None when none of its files is on disk. Preview, ingest and sync all ask this."""
+    return next((f for f in sorted(book.files, key=lambda f: preference.rank(f.format)) if f.path.is_file()), None)
 
 
-def select_file(book: Book, format_filter: FormatFilter) -> BookFile | None:
-    """The file a preview shows: the one ingest would read with the filter as its preferred format."""
-    return choose_file(book, None if format_filter is FormatFilter.ANY else format_filter.value)
-
-
-def resolve_file(book: Book, format_preference: str) -> ResolvedFile:
-    """The file ingest should read: the preferred format (default EPUB) if on disk, else the best other one."""
-    chosen = choose_file(book, format_preference.strip())
+def resolve_file(book: Book, preference: FormatPreference) -> ResolvedFile:
+    """The file ingest should read: the preferred format if on disk, else the best other one."""
+    chosen = select_file(book, preference)
     if chosen is not None:
         return ResolvedFile(book=book, format=chosen.format, path=chosen.path, size_bytes=chosen.path.stat().st_size)
     if not book.files:
@@ -249,11 +226,11 @@ class LibraryFile:
     mtime_ns: int = 0
 
 
-def library_files(snapshot: LibrarySnapshot, format_preference: str) -> list[LibraryFile]:
+def library_files(snapshot: LibrarySnapshot, preference: FormatPreference) -> list[LibraryFile]:
     """Every book of the library with the file ingest would read, in id order."""
     listed = []
     for book in snapshot.books.values():
-        chosen = choose_file(book, format_preference.strip())
+        chosen = select_file(book, preference)
         if chosen is None:
             listed.append(LibraryFile(book, None))
             continue

@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from alexandria.book_formats import BookFormat, FormatPreference
 from alexandria.pdf_pages import looks_scanned
 from alexandria.store import Store, schema
 from alexandria.store.records import complete_books
-from services.catalog.library import Book, BookFile, BookQuery, FormatFilter, LibrarySnapshot, select_file
+from services.catalog.library import Book, BookFile, BookQuery, LibrarySnapshot, select_file
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ def ingested_book_ids(store: Store | None, collection: str, books: Collection[Bo
 def preview(
     snapshot: LibrarySnapshot,
     query: BookQuery,
-    format_filter: FormatFilter,
+    format_filter: FormatPreference,
     limit: int,
     store: Store | None,
     collection: str,
@@ -48,6 +49,6 @@ def preview(
     entries = []
     for book in books:
         file = select_file(book, format_filter)
-        scanned = file is not None and file.format == "PDF" and looks_scanned(file.path)
+        scanned = file is not None and file.format == BookFormat.PDF and looks_scanned(file.path)
         entries.append(PreviewEntry(book, file, already_ingested=book.id in ingested, scanned=scanned))
     return entries

@@ -20,8 +20,9 @@ from typing import Any, TypeVar
 
 from grpc import aio
 
+from alexandria.book_formats import FormatPreference
 from alexandria.contract import BOOK_SEARCH_LIMIT, PREVIEW_LIMIT
-from alexandria.errors import FailedPrecondition, InvalidArgument, Unavailable
+from alexandria.errors import FailedPrecondition, Unavailable
 from alexandria.grpc_server import Health, ServiceServer, build_server
 from alexandria.settings import CatalogSettings
 from alexandria.store import Store
@@ -30,7 +31,6 @@ from services.catalog.calibre_db import CalibreLibrary, LibraryRead
 from services.catalog.library import (
     Book,
     BookQuery,
-    FormatFilter,
     LibraryFile,
     LibrarySnapshot,
     ResolvedFile,
@@ -42,13 +42,6 @@ from services.catalog.preview import PreviewEntry, preview
 log = logging.getLogger(__name__)
 
 SERVICE_NAME = catalog_pb2.DESCRIPTOR.services_by_name["CatalogService"].full_name
-
-_FORMAT_FILTERS: dict[int, FormatFilter] = {
-    catalog_pb2.FORMAT_FILTER_UNSPECIFIED: FormatFilter.EPUB,
-    catalog_pb2.FORMAT_FILTER_EPUB: FormatFilter.EPUB,
-    catalog_pb2.FORMAT_FILTER_PDF: FormatFilter.PDF,
-    catalog_pb2.FORMAT_FILTER_ANY: FormatFilter.ANY,
-}
 
 T = TypeVar("T")
 
@@ -105,13 +98,6 @@ def preview_message(entry: PreviewEntry) -> catalog_pb2.PreviewBook:
 def book_query(request: catalog_pb2.SearchBooksRequest | catalog_pb2.PreviewIngestRequest) -> BookQuery:
     tags = tuple(request.tags) if isinstance(request, catalog_pb2.SearchBooksRequest) else ()
     return BookQuery(author=request.author, title=request.title, language=request.language, tags=tags)
-
-
-def format_filter(value: int) -> FormatFilter:
-    try:
-        return _FORMAT_FILTERS[value]
-    except KeyError:
-        raise InvalidArgument(f"Unknown format_filter {value}: use epub, pdf or any.") from None
 
 
 Context = aio.ServicerContext[Any, Any]
@@ -200,7 +186,7 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
         self, request: catalog_pb2.PreviewIngestRequest, context: Context
     ) -> catalog_pb2.PreviewIngestResponse:
         query, limit = book_query(request), PREVIEW_LIMIT.clamp(request.limit)
-        wanted = format_filter(request.format_filter)
+        wanted = FormatPreference.from_proto(request.format_filter)
         collection = request.collection or self.default_collection
         entries = await self.in_library(lambda s: preview(s, query, wanted, limit, self.store, collection))
         return catalog_pb2.PreviewIngestResponse(
@@ -210,8 +196,10 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
     async def ResolveBookFile(
         self, request: catalog_pb2.ResolveBookFileRequest, context: Context
     ) -> catalog_pb2.ResolveBookFileResponse:
+        preference = FormatPreference.from_proto(request.format_preference)
+
         def resolve(snapshot: LibrarySnapshot) -> tuple[ResolvedFile, tuple[str, ...]]:
-            resolved = resolve_file(snapshot.get(request.book_id), request.format_preference)
+            resolved = resolve_file(snapshot.get(request.book_id), preference)
             return resolved, resolved.book.missing_formats()
 
         resolved, missing = await self.in_library(resolve)
@@ -225,8 +213,10 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
     async def ListLibraryFiles(
         self, request: catalog_pb2.ListLibraryFilesRequest, context: Context
     ) -> catalog_pb2.ListLibraryFilesResponse:
+        preference = FormatPreference.from_proto(request.format_preference)
+
         def list_files(read: LibraryRead) -> tuple[list[LibraryFile], str]:
-            return library_files(read.snapshot, request.format_preference), read.stale_reason
+            return library_files(read.snapshot, preference), read.stale_reason
 
         listed, stale_reason = await self.with_read(list_files)
         return catalog_pb2.ListLibraryFilesResponse(stale_reason=stale_reason, books=[

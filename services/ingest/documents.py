@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
 
+from alexandria.book_formats import BookFormat
 from alexandria.contract import CHUNK_THRESHOLD, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
 from alexandria.store.schema import Level, TextSource
 
@@ -80,7 +81,7 @@ class ExtractedBook:
     """A book as extracted from its file: metadata from the file itself, chapters in reading order."""
 
     path: str
-    format: str  # "EPUB", "PDF", "TXT", "MD", "HTML"
+    format: BookFormat
     title: str | None
     authors: tuple[str, ...]
     language: str | None

@@ -10,11 +10,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from alexandria.book_formats import SUPPORTED, BookFormat
 from alexandria.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from alexandria.settings import IngestSettings
 
-FORMATS = {".epub": "EPUB", ".pdf": "PDF", ".txt": "TXT", ".md": "MD", ".markdown": "MD", ".html": "HTML",
-           ".htm": "HTML", ".xhtml": "HTML"}
 BYTES_PER_MB = 1024 * 1024
 # Linux's limits (NAME_MAX, PATH_MAX): a longer name cannot exist, and asking the OS about it fails.
 NAME_MAX_BYTES = 255
@@ -25,17 +24,8 @@ PATH_MAX_BYTES = 4096
 class LocalFile:
     name: str
     size_mb: float
-    format: str
+    format: BookFormat
     full_path: str
-
-
-def file_format(path: Path) -> str:
-    """EPUB, PDF, TXT, MD or HTML by extension; InvalidArgument for anything else."""
-    fmt = FORMATS.get(path.suffix.lower())
-    if fmt is None:
-        supported = ", ".join(sorted(set(FORMATS.values())))
-        raise InvalidArgument(f"Unsupported file format '{path.suffix or path.name}': supported formats are {supported}.")
-    return fmt
 
 
 def check_length(raw: str) -> None:
@@ -93,16 +83,16 @@ class LocalRoots:
             raise InvalidArgument(f"Not a folder: {path}; pass a folder to browse, or use alexandria_ingest_file.")
         return path
 
-    def file(self, raw: str) -> tuple[Path, str]:
+    def file(self, raw: str) -> tuple[Path, BookFormat]:
         """A readable, supported, not-too-large file inside the roots, with its format."""
         if not raw or not raw.strip():
-            raise InvalidArgument("file_path is empty: pass the path of an EPUB, PDF, TXT, MD or HTML file.")
+            raise InvalidArgument(f"file_path is empty: pass the path of a book file ({SUPPORTED}).")
         path = self._resolve(raw.strip())
         if not path.exists():
             raise NotFound(f"File not found: {path}. Use alexandria_browse_local to list the files available.")
         if not path.is_file():
             raise InvalidArgument(f"Not a file: {path}.")
-        fmt = file_format(path)
+        fmt = BookFormat.of_file(path)
         size = path.stat().st_size
         if size > self.max_file_bytes:
             raise InvalidArgument(
@@ -116,12 +106,13 @@ class LocalRoots:
         candidates = folder.rglob("*") if recursive else folder.iterdir()
         files = []
         for path in sorted(candidates):
-            if path.suffix.lower() not in FORMATS or not path.is_file():
+            fmt = BookFormat.by_extension(path)
+            if fmt is None or not path.is_file():
                 continue
             try:
                 real = self._resolve(str(path))
             except PermissionDenied:
                 continue  # a link leading out of the roots is not offered
             files.append(LocalFile(path.name, round(real.stat().st_size / BYTES_PER_MB, 3),
-                                   FORMATS[path.suffix.lower()], str(path)))
+                                   fmt, str(path)))
         return folder, files

@@ -76,6 +76,7 @@ class BookToIngest:
 
     @property
     def format(self) -> str:
+        """The file's format as its stamp names it (Calibre's name, which extraction parses)."""
         return self.file_version.stamp.format
 
     @property
@@ -258,7 +259,7 @@ class BookIngestor:
             )
             book = BookRecord(
                 book_key=source.book_key, title=outcome.title, author=outcome.author, authors=source.authors,
-                language=outcome.language, file_path=str(source.path), format=source.format,
+                language=outcome.language, file_path=str(source.path), format=prepared.book.format,
                 calibre_id=source.calibre_id, model=model.name, dimension=model.dimension,
                 chunking={"threshold": params.threshold, "min_chunk_size": params.min_chunk_size,
                           "max_chunk_size": params.max_chunk_size, "hierarchical": hierarchical},

@@ -15,6 +15,7 @@ from typing import TypeVar
 from google.protobuf.message import Message
 from grpc import aio
 
+from alexandria.book_formats import FormatPreference
 from alexandria.clients import EmbedderClient, ServiceClient
 from alexandria.enums import enum_number
 from alexandria.errors import InvalidArgument
@@ -48,14 +49,6 @@ from services.ingest.writer import BookWriter
 
 log = logging.getLogger(__name__)
 E = TypeVar("E", bound=Message)  # a streaming call's event message
-
-FORMATS = {"": "EPUB", "EPUB": "EPUB", "PDF": "PDF"}
-def format_preference(value: str) -> str:
-    try:
-        return FORMATS[value.strip().upper()]
-    except KeyError:
-        raise InvalidArgument(f"format_preference must be 'epub' or 'pdf', got {value!r}.") from None
-
 
 def locator_message(locator: ChunkLocator) -> common_pb2.Locator:
     return common_pb2.Locator(chapter_title=locator.chapter_title, chapter_index=locator.chapter_index,
@@ -120,16 +113,16 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
     def _collection(self, name: str) -> str:
         return check_collection_name(name.strip() or self.settings.store.qdrant_collection)
 
-    def _options(self, options: ingest_pb2.IngestOptions) -> tuple[str, ChunkingParams, bool, str]:
+    def _options(self, options: ingest_pb2.IngestOptions) -> tuple[str, ChunkingParams, bool, FormatPreference]:
         params = validate_params(options.chunking.threshold, options.chunking.min_chunk_size,
                                  options.chunking.max_chunk_size)
         hierarchical = options.hierarchical if options.HasField("hierarchical") else True
-        return self._collection(options.collection), params, hierarchical, format_preference(options.format_preference)
+        return self._collection(options.collection), params, hierarchical, FormatPreference.from_proto(options.format_preference)
 
     async def _source(self, source: ingest_pb2.BookSource, report: Report) -> BookToIngest:
         kind = source.WhichOneof("source")
         if kind == "book_id":
-            return await self.sources.calibre(source.book_id, format_preference(source.format_preference))
+            return await self.sources.calibre(source.book_id, FormatPreference.from_proto(source.format_preference))
         if kind == "file_path":
             ocr = ocr_options(report, None, self.ocr)
             return await self.sources.local(source.file_path, ocr=ocr)

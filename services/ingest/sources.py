@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from alexandria.book_formats import FormatPreference
 from alexandria.book_identity import FileVersion, file_sha256, local_book_key
 from alexandria.clients import ServiceClient
 from alexandria.errors import NotFound
@@ -43,17 +44,17 @@ class BookSources:
         self.catalog = catalog
         self.roots = roots
 
-    async def calibre(self, book_id: int, preferred_format: str) -> BookToIngest:
+    async def calibre(self, book_id: int, preference: FormatPreference) -> BookToIngest:
         """A Calibre book and the file of it to read (the preferred format when it has several)."""
-        resolved = await self.catalog.call(
-            "ResolveBookFile", catalog_pb2.ResolveBookFileRequest(book_id=book_id, format_preference=preferred_format))
+        request = catalog_pb2.ResolveBookFileRequest(book_id=book_id, format_preference=preference.to_proto())
+        resolved = await self.catalog.call("ResolveBookFile", request)
         book, path = resolved.book, Path(resolved.file_path)
         version = await read_version(path, resolved.format)
         return BookToIngest(path, version, book.uuid, book.title, tuple(book.authors), book.language or None, book.id)
 
-    async def resolve_for_batch(self, book: BatchBook, preferred_format: str) -> tuple[BatchBook, BookToIngest]:
+    async def resolve_for_batch(self, book: BatchBook, preference: FormatPreference) -> tuple[BatchBook, BookToIngest]:
         """A book of a batch, named as the library names it, and its file."""
-        source = await self.calibre(book.id, preferred_format)
+        source = await self.calibre(book.id, preference)
         return BatchBook(book.id, source.title or book.title, " & ".join(source.authors)), source
 
     async def local(self, file_path: str, title: str = "", author: str = "", language: str = "",

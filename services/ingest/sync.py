@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from alexandria.book_formats import FormatPreference
 from alexandria.book_identity import FileStamp, FileVersion, is_local_book_key
 from alexandria.clients import ServiceClient
 from alexandria.errors import FailedPrecondition
@@ -164,7 +165,7 @@ class SyncRequest:
     collection: str
     params: ChunkingParams
     hierarchical: bool
-    format_preference: str
+    format_preference: FormatPreference
     dry_run: bool = False
     remove_deleted: bool = True
     retry_failed: bool = False
@@ -216,8 +217,9 @@ class LibrarySync:
         started = time.perf_counter()
         state = SyncState(self.state_dir, request.collection)
         with state.locked():
-            listed = await self.catalog.call(
-                "ListLibraryFiles", catalog_pb2.ListLibraryFilesRequest(format_preference=request.format_preference))
+            preference = request.format_preference.to_proto()
+            listed = await self.catalog.call("ListLibraryFiles",
+                                             catalog_pb2.ListLibraryFilesRequest(format_preference=preference))
             writer = BookWriter(self.ingestor.store, request.collection)
             if await asyncio.to_thread(self.ingestor.store.collection_info, request.collection) is not None:
                 # Refuses a collection of another model before any work, and gives a collection made before

@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 
+from alexandria.book_formats import DEFAULT_PREFERENCE, FormatPreference
 from alexandria.contract import BOOK_SEARCH_LIMIT
 from alexandria.errors import FailedPrecondition, NotFound, Unavailable
 from catalog import expected
 from catalog.scratch import copy_library, open_for_writing
 from services.catalog.calibre_db import CalibreLibrary, parse_calibre_date, read_library
-from services.catalog.library import Book, BookQuery, FormatFilter, resolve_file, select_file
+from services.catalog.library import Book, BookQuery, resolve_file, select_file
 
 
 def book_fields(book: Book) -> dict[str, Any]:
@@ -178,20 +179,20 @@ def test_a_missing_file_is_reported_not_guessed(fixture_copy: Path) -> None:
     book.file("PDF").path.unlink()
     assert book.missing_formats() == ("PDF",)
     # The preference falls back to what is on disk, in a preview as in ingest.
-    assert select_file(book, FormatFilter.PDF).format == "EPUB"
-    assert select_file(book, FormatFilter.ANY).format == "EPUB"
-    assert resolve_file(book, "pdf").format == "EPUB"
+    assert select_file(book, FormatPreference.PDF).format == "EPUB"
+    assert select_file(book, FormatPreference.ANY).format == "EPUB"
+    assert resolve_file(book, FormatPreference.PDF).format == "EPUB"
     book.file("EPUB").path.unlink()
     with pytest.raises(FailedPrecondition, match="none of its files is on disk"):
-        resolve_file(book, "pdf")
+        resolve_file(book, FormatPreference.PDF)
 
 
 def test_resolve_prefers_the_asked_format_then_epub() -> None:
     snapshot = read_library(expected.LIBRARIES["fixture"])
-    resolved = resolve_file(snapshot.get(2), "pdf")
+    resolved = resolve_file(snapshot.get(2), FormatPreference.PDF)
     assert (resolved.format, resolved.size_bytes) == ("PDF", resolved.path.stat().st_size)
-    assert resolve_file(snapshot.get(2), "").format == "EPUB"
-    assert resolve_file(snapshot.get(4), "EPUB").format == "PDF"  # the only one it has
+    assert resolve_file(snapshot.get(2), DEFAULT_PREFERENCE).format == "EPUB"
+    assert resolve_file(snapshot.get(4), FormatPreference.EPUB).format == "PDF"  # the only one it has
 
 
 def test_file_paths_are_absolute_whatever_the_library_path(monkeypatch: pytest.MonkeyPatch) -> None:

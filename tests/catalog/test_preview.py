@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from alexandria.book_formats import FormatPreference
 from alexandria.store import CollectionInfo, Filter, schema
 from catalog import expected
 from services.catalog.calibre_db import read_library
-from services.catalog.library import BookQuery, FormatFilter
+from services.catalog.library import BookQuery
 from services.catalog.preview import ingested_book_ids, preview
 
 
@@ -33,7 +34,7 @@ class RecordingStore:
 def test_one_store_query_for_all_books_of_a_preview() -> None:
     snapshot = read_library(expected.LIBRARIES["fixture"])
     store = RecordingStore({snapshot.get(2).uuid: 12, snapshot.get(4).uuid: 3})
-    entries = preview(snapshot, BookQuery(), FormatFilter.ANY, 20, store, "books")
+    entries = preview(snapshot, BookQuery(), FormatPreference.ANY, 20, store, "books")
     assert [e.book.id for e in entries if e.already_ingested] == [2, 4]
     assert store.facet_calls == [
         ("books", schema.BOOK_KEY, Filter(must={schema.COMPLETE: True, schema.CALIBRE_ID: [1, 2, 3, 4]}))

@@ -25,7 +25,7 @@ from alexandria.clients import ServiceClient
 from alexandria.errors import FailedPrecondition, NotFound, Unavailable
 from alexandria.settings import CatalogSettings, ClientSettings, StoreSettings
 from alexandria.store import SparseVector, Store, StoredPoint, open_store, schema
-from alexandria.v1 import catalog_pb2, catalog_pb2_grpc
+from alexandria.v1 import catalog_pb2, catalog_pb2_grpc, common_pb2
 from catalog import expected
 from catalog.scratch import copy_library, open_for_writing
 from services.catalog.server import SERVICE_NAME, create_server
@@ -35,9 +35,9 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 FILTERS = {
-    "epub": catalog_pb2.FORMAT_FILTER_EPUB,
-    "pdf": catalog_pb2.FORMAT_FILTER_PDF,
-    "any": catalog_pb2.FORMAT_FILTER_ANY,
+    "epub": common_pb2.FORMAT_PREFERENCE_EPUB,
+    "pdf": common_pb2.FORMAT_PREFERENCE_PDF,
+    "any": common_pb2.FORMAT_PREFERENCE_ANY,
 }
 
 
@@ -129,7 +129,7 @@ async def test_preview_selects_the_filters_file(
 async def test_a_preview_shows_the_file_that_ingest_reads(
     library_name: str, library_root: Path, sockets: Path, format_filter: str
 ) -> None:
-    preference = "" if format_filter == "any" else format_filter
+    preference = common_pb2.FORMAT_PREFERENCE_UNSPECIFIED if format_filter == "any" else FILTERS[format_filter]
     request = catalog_pb2.PreviewIngestRequest(format_filter=FILTERS[format_filter], limit=50)
     async with running_catalog(library_root, sockets) as catalog:
         preview = await catalog.call("PreviewIngest", request)
@@ -154,7 +154,9 @@ async def test_resolve_book_file_for_ingest(library_name: str, library_root: Pat
     async with running_catalog(library_root, sockets) as catalog:
         for row in expected.load_rows(library_name):
             for preference in ("", "pdf"):
-                request = catalog_pb2.ResolveBookFileRequest(book_id=row["id"], format_preference=preference)
+                request = catalog_pb2.ResolveBookFileRequest(
+                    book_id=row["id"], format_preference=FILTERS.get(preference, common_pb2.FORMAT_PREFERENCE_UNSPECIFIED)
+                )
                 resolved = await catalog.call("ResolveBookFile", request)
                 fmt = expected.selected_format(row, preference or "epub")
                 assert (resolved.format, resolved.file_path) == (
@@ -201,7 +203,7 @@ async def test_already_ingested_is_asked_of_the_store(
 
     async def ingested(catalog: Catalog, collection: str = "") -> list[int]:
         request = catalog_pb2.PreviewIngestRequest(
-            collection=collection, format_filter=catalog_pb2.FORMAT_FILTER_ANY
+            collection=collection, format_filter=common_pb2.FORMAT_PREFERENCE_ANY
         )
         preview = await catalog.call("PreviewIngest", request)
         return [b.id for b in preview.books if b.already_ingested]

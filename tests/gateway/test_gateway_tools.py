@@ -168,7 +168,7 @@ CONTRACT_FIELDS: dict[str, list[Any]] = {
 
 DEFAULT_CHUNKING = common_pb2.ChunkingParams(threshold=0.55, min_chunk_size=200, max_chunk_size=1200)
 DEFAULT_OPTIONS = ingest_pb2.IngestOptions(
-    format_preference="epub", hierarchical=True, chunking=DEFAULT_CHUNKING
+    format_preference=common_pb2.FORMAT_PREFERENCE_EPUB, hierarchical=True, chunking=DEFAULT_CHUNKING
 )
 
 # tool, arguments, the service method it calls, the request it must send.
@@ -234,13 +234,13 @@ MAPPINGS: list[tuple[str, dict[str, Any], str, Message]] = [
         "alexandria_ingest_preview",
         {"title": "Alma", "format_filter": "any", "limit": 5},
         "PreviewIngest",
-        catalog_pb2.PreviewIngestRequest(title="Alma", format_filter=catalog_pb2.FORMAT_FILTER_ANY, limit=5),
+        catalog_pb2.PreviewIngestRequest(title="Alma", format_filter=common_pb2.FORMAT_PREFERENCE_ANY, limit=5),
     ),
     (
         "alexandria_ingest_preview",
         {},
         "PreviewIngest",
-        catalog_pb2.PreviewIngestRequest(format_filter=catalog_pb2.FORMAT_FILTER_EPUB, limit=20),
+        catalog_pb2.PreviewIngestRequest(format_filter=common_pb2.FORMAT_PREFERENCE_EPUB, limit=20),
     ),
     (
         "alexandria_ingest",
@@ -258,7 +258,7 @@ MAPPINGS: list[tuple[str, dict[str, Any], str, Message]] = [
             book_id=1,
             options=ingest_pb2.IngestOptions(
                 collection="c2",
-                format_preference="pdf",
+                format_preference=common_pb2.FORMAT_PREFERENCE_PDF,
                 hierarchical=False,
                 chunking=common_pb2.ChunkingParams(threshold=0.6, min_chunk_size=100, max_chunk_size=900),
             ),
@@ -287,7 +287,7 @@ MAPPINGS: list[tuple[str, dict[str, Any], str, Message]] = [
         {"book_id": 1, "threshold": 0.7},
         "TestChunking",
         ingest_pb2.TestChunkingRequest(
-            source=ingest_pb2.BookSource(book_id=1, format_preference="epub"),
+            source=ingest_pb2.BookSource(book_id=1, format_preference=common_pb2.FORMAT_PREFERENCE_EPUB),
             chunking=common_pb2.ChunkingParams(threshold=0.7, min_chunk_size=200, max_chunk_size=1200),
         ),
     ),
@@ -296,7 +296,7 @@ MAPPINGS: list[tuple[str, dict[str, Any], str, Message]] = [
         {"book_id": 1, "format_preference": "pdf"},
         "CompareChunking",
         ingest_pb2.CompareChunkingRequest(
-            source=ingest_pb2.BookSource(book_id=1, format_preference="pdf"),
+            source=ingest_pb2.BookSource(book_id=1, format_preference=common_pb2.FORMAT_PREFERENCE_PDF),
             min_chunk_size=200,
             max_chunk_size=1200,
         ),

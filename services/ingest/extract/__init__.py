@@ -12,19 +12,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from alexandria.book_formats import BookFormat
 from alexandria.errors import InvalidArgument, NotFound
 from services.ingest.documents import ExtractedBook
 from services.ingest.extract.epub import read_epub
 from services.ingest.extract.ocr import NO_OPTIONS, OcrOptions
 from services.ingest.extract.pdf import read_pdf
 from services.ingest.extract.plain import read_html, read_markdown, read_txt
-from services.ingest.local_files import file_format
 
-READERS: dict[str, Callable[[Path], ExtractedBook]] = {
-    "EPUB": read_epub,
-    "TXT": read_txt,
-    "MD": read_markdown,
-    "HTML": read_html,
+READERS: dict[BookFormat, Callable[[Path], ExtractedBook]] = {  # and PDF, read with the OCR options
+    BookFormat.EPUB: read_epub,
+    BookFormat.TXT: read_txt,
+    BookFormat.MD: read_markdown,
+    BookFormat.HTML: read_html,
 }
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 _PDF_MAGIC = b"%PDF-"
@@ -41,18 +41,18 @@ def _looks_like(head: bytes) -> str:
     return "neither a ZIP archive nor a PDF"
 
 
-def _check_magic(path: Path, fmt: str, head: bytes) -> None:
-    if fmt == "EPUB" and not head.startswith(_ZIP_MAGIC):
+def _check_magic(path: Path, fmt: BookFormat, head: bytes) -> None:
+    if fmt is BookFormat.EPUB and not head.startswith(_ZIP_MAGIC):
         raise InvalidArgument(
             f"{path.name} is not an EPUB: an EPUB is a ZIP archive, but this file is {_looks_like(head)}. "
             "Check that it is the file you meant, or ingest it under its real format."
         )
-    if fmt == "PDF" and _PDF_MAGIC not in head[:_PDF_MAGIC_WINDOW]:
+    if fmt is BookFormat.PDF and _PDF_MAGIC not in head[:_PDF_MAGIC_WINDOW]:
         raise InvalidArgument(
             f"{path.name} is not a PDF: it has no %PDF- header, and looks like {_looks_like(head)}. "
             "Check that it is the file you meant, or ingest it under its real format."
         )
-    if fmt in ("TXT", "MD", "HTML") and (head.startswith(_ZIP_MAGIC) or head.startswith(_PDF_MAGIC)):
+    if fmt in (BookFormat.TXT, BookFormat.MD, BookFormat.HTML) and (head.startswith(_ZIP_MAGIC) or head.startswith(_PDF_MAGIC)):
         raise InvalidArgument(
             f"{path.name} is not a {fmt} file: it is {_looks_like(head)}. Rename it to its real extension."
         )
@@ -61,21 +61,17 @@ def _check_magic(path: Path, fmt: str, head: bytes) -> None:
 def extract_book(path: Path, format_hint: str | None = None, ocr: OcrOptions = NO_OPTIONS) -> ExtractedBook:
     """Read a book file: metadata from the file itself and its chapters in reading order.
 
-    `format_hint` ("EPUB", "PDF", "TXT", "MD", "HTML", any case) overrides the file
-    extension, e.g. for calibre's files whose format the catalog already knows; `ocr` says how to
+    `format_hint` (a BookFormat's name, any case) overrides the file extension, e.g. for calibre's
+    files whose format the catalog already knows (and may be one ingest cannot read); `ocr` says how to
     read a PDF's scanned pages. Raises NotFound, InvalidArgument or FailedPrecondition with a
     message for the user.
     """
     if not path.is_file():
         raise NotFound(f"File not found: {path}.")
-    fmt = format_hint.upper() if format_hint else file_format(path)
-    if fmt not in (*READERS, "PDF"):
-        raise InvalidArgument(
-            f"Unsupported format '{format_hint}' for {path.name}: supported formats are EPUB, PDF, TXT, MD, HTML."
-        )
+    fmt = BookFormat.parse(format_hint, of=path.name) if format_hint else BookFormat.of_file(path)
     with path.open("rb") as file:
         head = file.read(_PDF_MAGIC_WINDOW)
     if not head:
         raise InvalidArgument(f"{path.name} is empty (0 bytes); the download or copy probably failed.")
     _check_magic(path, fmt, head)
-    return read_pdf(path, ocr) if fmt == "PDF" else READERS[fmt](path)
+    return read_pdf(path, ocr) if fmt is BookFormat.PDF else READERS[fmt](path)

@@ -25,6 +25,7 @@ import ebooklib
 from ebooklib import epub
 from lxml import etree
 
+from alexandria.book_formats import BookFormat
 from alexandria.errors import FailedPrecondition, InvalidArgument
 from services.ingest.documents import ExtractedBook
 from services.ingest.extract.html import parse_html
@@ -210,4 +211,4 @@ def read_epub(path: Path) -> ExtractedBook:
         )
     title, authors, language = _metadata(book)
     chapters, source = choose_chapters(flow.blocks, _toc(book, reader.opf_dir, flow), heading_max_level=2)
-    return ExtractedBook(str(path), "EPUB", title, authors, language, chapters, source)
+    return ExtractedBook(str(path), BookFormat.EPUB, title, authors, language, chapters, source)

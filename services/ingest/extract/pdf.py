@@ -29,6 +29,7 @@ from typing import Any
 
 import pymupdf
 
+from alexandria.book_formats import BookFormat
 from alexandria.errors import FailedPrecondition, InvalidArgument
 from alexandria.pdf_pages import MUPDF_LOCK, is_scanned
 from services.ingest.documents import WORD_PATTERN, ExtractedBook
@@ -298,7 +299,7 @@ def read_pdf(path: Path, ocr: OcrOptions = NO_OPTIONS) -> ExtractedBook:
             )
         raise InvalidArgument(f"{path.name} has no text on any page (no text layer and no scanned image).")
     chapters, source = choose_chapters(_blocks(raw), _outline(toc, raw), heading_max_level=2)
-    return ExtractedBook(str(path), "PDF", title, authors, language, chapters, source, ocr_pages)
+    return ExtractedBook(str(path), BookFormat.PDF, title, authors, language, chapters, source, ocr_pages)
 
 
 def _with_pages(by_page: list[list[_RawBlock]], read: dict[int, list[_RawBlock]]) -> list[list[_RawBlock]]:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
+from alexandria.book_formats import BookFormat
 from alexandria.errors import InvalidArgument
 from services.ingest.documents import ExtractedBook
 from services.ingest.extract.encoding import decode_text, looks_binary
@@ -41,7 +42,7 @@ def heading_line_level(text: str) -> int | None:
     return _HEADING_RANK[match.group("kind").lower()] if match else None
 
 
-def _file_bytes(path: Path, fmt: str) -> bytes:
+def _file_bytes(path: Path, fmt: BookFormat) -> bytes:
     data = path.read_bytes()
     if looks_binary(data):
         raise InvalidArgument(
@@ -56,7 +57,7 @@ def _no_text(path: Path) -> InvalidArgument:
     )
 
 
-def _text_of(path: Path, fmt: str) -> str:
+def _text_of(path: Path, fmt: BookFormat) -> str:
     text = decode_text(_file_bytes(path, fmt)).replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
         raise _no_text(path)
@@ -65,7 +66,7 @@ def _text_of(path: Path, fmt: str) -> str:
 
 def read_txt(path: Path) -> ExtractedBook:
     """Paragraphs between blank lines; chapters from heading-like lines when there are any."""
-    text = _text_of(path, "TXT")
+    text = _text_of(path, BookFormat.TXT)
     blocks = []
     for paragraph in _BLANK_LINES.split(text):
         lines = [line.strip() for line in paragraph.split("\n") if line.strip()]
@@ -73,7 +74,7 @@ def read_txt(path: Path) -> ExtractedBook:
             joined = "\n".join(lines)
             blocks.append(Block(joined, heading_level=heading_line_level(joined)))
     chapters, source = choose_chapters(blocks, (), heading_max_level=2)
-    return ExtractedBook(str(path), "TXT", None, (), None, chapters, source)
+    return ExtractedBook(str(path), BookFormat.TXT, None, (), None, chapters, source)
 
 
 def _title_heading(document: HtmlDocument) -> tuple[str | None, int]:
@@ -92,11 +93,11 @@ def _title_heading(document: HtmlDocument) -> tuple[str | None, int]:
     return title, 2
 
 
-def _read_markup(path: Path, fmt: str, document: HtmlDocument) -> ExtractedBook:
+def _read_markup(path: Path, fmt: BookFormat, document: HtmlDocument) -> ExtractedBook:
     if not document.blocks:
         raise _no_text(path)
     heading_title, max_level = _title_heading(document)
-    title = heading_title if fmt == "MD" else clean_metadata(document.title) or heading_title
+    title = heading_title if fmt is BookFormat.MD else clean_metadata(document.title) or heading_title
     authors = split_authors(document.meta.get("author"))
     chapters, source = choose_chapters(document.blocks, (), heading_max_level=max_level)
     return ExtractedBook(str(path), fmt, title, authors, clean_metadata(document.language), chapters, source)
@@ -104,10 +105,10 @@ def _read_markup(path: Path, fmt: str, document: HtmlDocument) -> ExtractedBook:
 
 def read_markdown(path: Path) -> ExtractedBook:
     """Markdown rendered to HTML (CommonMark, hard breaks kept) and read as HTML."""
-    rendered = MarkdownIt("commonmark").render(_text_of(path, "MD"))
-    return _read_markup(path, "MD", parse_html(rendered.encode("utf-8")))
+    rendered = MarkdownIt("commonmark").render(_text_of(path, BookFormat.MD))
+    return _read_markup(path, BookFormat.MD, parse_html(rendered.encode("utf-8")))
 
 
 def read_html(path: Path) -> ExtractedBook:
     """An HTML file: title from <title> (else its first <h1>), author from <meta name="author">."""
-    return _read_markup(path, "HTML", parse_html(_file_bytes(path, "HTML")))
+    return _read_markup(path, BookFormat.HTML, parse_html(_file_bytes(path, BookFormat.HTML)))
