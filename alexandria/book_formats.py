@@ -75,11 +75,12 @@ class FormatPreference(StrEnum):
         """The format preferred; None for ANY."""
         return None if self is FormatPreference.ANY else BookFormat.parse(self.value)
 
-    def rank(self, calibre_format: str) -> tuple[bool, int, str]:
+    def rank(self, calibre_format: str) -> tuple[bool, int, bool, str]:
         """Sort key for a book's formats (Calibre's names, upper case): the preferred one first, then
-        INGEST_ORDER, then the others by name."""
+        INGEST_ORDER, then the other formats ingest reads, then the rest (MOBI...), each by name."""
         ingest_rank = INGEST_ORDER.index(calibre_format) if calibre_format in INGEST_ORDER else len(INGEST_ORDER)
-        return calibre_format != (self.book_format or INGEST_ORDER[0]), ingest_rank, calibre_format
+        unreadable = calibre_format not in BookFormat.__members__
+        return calibre_format != (self.book_format or INGEST_ORDER[0]), ingest_rank, unreadable, calibre_format
 
     @classmethod
     def from_proto(cls, number: int) -> FormatPreference:
