@@ -167,8 +167,8 @@ class CollectionModel:
             raise FailedPrecondition(
                 f"Collection '{collection}' was made by an earlier Alexandria, which embedded passages sentence "
                 "by sentence; its searches still work, but books are added only to collections embedded by "
-                "passage windows: ingest into a new collection (the tools' `collection`, or QDRANT_COLLECTION), "
-                f"or remove '{collection}'s books and ingest them again."
+                "passage windows: ingest into a new collection (the tools' `collection`, or QDRANT_COLLECTION; "
+                "`alexandria sync --collection NEW` fills it from the Calibre library)."
             )
 
 
