@@ -211,8 +211,9 @@ class EmbedderClient(ServiceClient):
 
     async def embed_windows(self, passages: Sequence[tuple[str, str]], overlap_tokens: int) -> list[np.ndarray]:
         """Each (header, text) passage's window vectors (EmbedWindows), one (windows, dimension) array a
-        passage. The passages go in slices, a few at once: enough to keep the model's batches full, few
-        enough that none waits in the embedder's queue past its deadline."""
+        passage. The passages go in slices, a few at once: enough to keep the model's batches full. Bulk work
+        like EmbedStream, each slice has the long deadline: a large model on a CPU takes tens of seconds for
+        one (all-mpnet-base-v2 missed the short one)."""
         in_flight = asyncio.Semaphore(WINDOW_REQUESTS_IN_FLIGHT)
 
         async def embed(part: Sequence[tuple[str, str]]) -> embedder_pb2.EmbedWindowsResponse:
@@ -220,7 +221,8 @@ class EmbedderClient(ServiceClient):
                 response: embedder_pb2.EmbedWindowsResponse = await self.call(
                     "EmbedWindows", embedder_pb2.EmbedWindowsRequest(
                         passages=[embedder_pb2.WindowedPassage(header=header, text=text) for header, text in part],
-                        overlap_tokens=overlap_tokens))
+                        overlap_tokens=overlap_tokens),
+                    timeout=self.settings.long_rpc_timeout_s)
                 return response
 
         responses = await asyncio.gather(*(
