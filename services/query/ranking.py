@@ -62,11 +62,14 @@ class Signals:
     lexical: np.ndarray  # BM25 scores; 0 where the candidate holds no query word
 
 
-def measure(store: Store, collection: str, hits: Sequence[Hit], vector: np.ndarray, terms: SparseVector) -> Signals:
-    """The engine's dense, sentence and lexical scores of the candidates (three calls on their ids)."""
+def measure(
+    store: Store, collection: str, hits: Sequence[Hit], vector: np.ndarray | None, terms: SparseVector
+) -> Signals:
+    """The engine's dense, sentence and lexical scores of the candidates (three calls on their ids; the
+    lexical one alone without a dense `vector`: a lexical search, whatever model made the collection)."""
     ids = [hit.id for hit in hits]
-    chunk = store.similarities(collection, ids, vector, DENSE)
-    sentence = store.similarities(collection, ids, vector, SENTENCES)
+    chunk = store.similarities(collection, ids, vector, DENSE) if vector is not None else {}
+    sentence = store.similarities(collection, ids, vector, SENTENCES) if vector is not None else {}
     lexical = store.similarities(collection, ids, terms, SPARSE) if terms.indices else {}
     chunk_cosine = np.array([chunk.get(i, 0.0) for i in ids], dtype=np.float64)
     return Signals(
