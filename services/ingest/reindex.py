@@ -202,7 +202,7 @@ class ReindexOutcome:
         return (f"🔁 Reindex of '{self.collection}' complete in {self.seconds:.1f} s: it now holds {self.books} books "
                 f"({self.points} points) made by {self.model} (was {self.previous_model}): {self.rebuilt} rebuilt"
                 f"{f', {len(self.plan.done)} resumed' if self.plan.done else ''}, {len(self.plan.gone)} whose source "
-                f"is gone, {len(self.failed)} failed" + (f"; the {left_out} left out are no longer in the collection"
+                f"is gone, {len(self.failed)} failed" + (f"; {left_out} left out, no longer in the collection"
                                                           if left_out else "") + ".")
 
 
