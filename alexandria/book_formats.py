@@ -75,6 +75,15 @@ class FormatPreference(StrEnum):
         """The format preferred; None for ANY."""
         return None if self is FormatPreference.ANY else BookFormat.parse(self.value)
 
+    @classmethod
+    def to_read_again(cls, calibre_format: str) -> FormatPreference:
+        """The preference that picks a file of `calibre_format` again: that format when a preference can
+        name it (EPUB, PDF), else ANY, the best file the book has."""
+        try:
+            return cls(calibre_format.lower())
+        except ValueError:
+            return cls.ANY
+
     def rank(self, calibre_format: str) -> tuple[bool, int, bool, str]:
         """Sort key for a book's formats (Calibre's names, upper case): the preferred one first, then
         INGEST_ORDER, then the other formats ingest reads, then the rest (MOBI...), each by name."""

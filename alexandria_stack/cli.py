@@ -7,6 +7,7 @@ The CLI is one more client of the services: it holds no logic of its own.
   alexandria status                    health of every service and the collection
   alexandria ingest 1 2 | --all | --file PATH    ingest with a progress bar
   alexandria sync [--dry-run] [--retry-failed]   add new Calibre books, remove deleted ones
+  alexandria reindex [--collection C]            rebuild a collection under the running model
   alexandria query "who is Mr. Darcy?"           print cited passages
 """
 
@@ -52,7 +53,7 @@ async def _follow(events: AsyncGenerator[Any, None], result_type: type[R]) -> R:
         began = started.setdefault(progress.stage, time.monotonic())
         fraction = progress.done / progress.total if progress.total else 0.0
         eta = None
-        if progress.stage in ("batch", "sync") and 0.0 < fraction < 1.0:
+        if progress.stage in ("batch", "sync", "reindex") and 0.0 < fraction < 1.0:
             eta = (time.monotonic() - began) * (1.0 - fraction) / fraction
         print(_progress_line(progress, eta), end="", file=sys.stderr, flush=True)
 
@@ -151,6 +152,23 @@ async def _sync(ingest: ServiceClient, request: ingest_pb2.SyncLibraryRequest) -
     return 0 if not result.failed else 1
 
 
+async def cmd_reindex(layout: StackLayout, settings: ClientSettings, args: argparse.Namespace) -> int:
+    address = layout.address("ingest")
+    await when_ready("ingest", address, settings.embedder_start_wait_s)
+    ingest = ServiceClient("ingest", address, ingest_pb2_grpc.IngestServiceStub, settings)
+    try:
+        request = ingest_pb2.ReindexRequest(collection=args.collection or "")
+        result = await _follow(ingest.stream("ReindexCollection", request), ingest_pb2.ReindexResult)
+    finally:
+        await ingest.close()
+    for book in result.gone:
+        print(f"  gone    {book.title}: {book.reason}")
+    for book in result.failed:
+        print(f"  failed  {book.title}: {book.reason}")
+    print(result.summary)
+    return 0 if result.swapped and not result.failed else 1
+
+
 async def cmd_query(layout: StackLayout, settings: ClientSettings, args: argparse.Namespace) -> int:
     address = layout.address("query")
     await when_ready("query", address, settings.embedder_start_wait_s)
@@ -193,6 +211,8 @@ def main(argv: list[str] | None = None) -> None:
     sync.add_argument("--collection", help="default: QDRANT_COLLECTION")
     sync.add_argument("--format", default=DEFAULT_PREFERENCE.value, choices=INGEST_PREFERENCE_WORDS,
                       help="preferred format")
+    reindex = sub.add_parser("reindex", help="rebuild a collection under the running model, then swap it in")
+    reindex.add_argument("--collection", help="default: QDRANT_COLLECTION")
     query = sub.add_parser("query", help="ask a question, print cited passages")
     query.add_argument("text")
     query.add_argument("--limit", type=int, default=QUERY_LIMIT.default)
@@ -216,6 +236,8 @@ def main(argv: list[str] | None = None) -> None:
             code = asyncio.run(cmd_status(layout, clients))
         elif args.command == "sync":
             code = asyncio.run(cmd_sync(layout, clients, args))
+        elif args.command == "reindex":
+            code = asyncio.run(cmd_reindex(layout, clients, args))
         elif args.command == "ingest":
             if not (args.book_ids or args.all or args.file):
                 parser.error("ingest needs book ids, --all or --file")

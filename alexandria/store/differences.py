@@ -68,3 +68,10 @@ ONE_PROCESS = Difference(
     "both lock their folder (qdrant-edge's write-ahead log, local mode's lock file); a Qdrant server serves "
     "many processes, and the loser of two creates of one collection gets the winner's collection.",
 )
+FIRST_SWAP = Difference(
+    frozenset({Engine.SERVER, Engine.LOCAL}),
+    "The first replace_collection of a collection made under the user's name deletes it before the alias "
+    "takes its name: between the two calls a search finds no collection (later swaps move the alias at once).",
+    "Qdrant lets no alias share a collection's name, and cannot delete a collection and create an alias in one "
+    "call; the embedded store's alias map is its own, so it swaps at once every time.",
+)

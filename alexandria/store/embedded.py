@@ -5,6 +5,12 @@ Layout: one EdgeShard per collection in `<root>/<collection>/`, and beside it
 collection metadata (which model made the vectors), written atomically right after the
 shard is created.
 
+Aliases, which qdrant-edge has not: `<root>/aliases.json` maps a name users give to the
+collection it names (a reindex builds a new collection and then points the user's name at it).
+Every method resolves the name it is given through the map, held in memory and replaced on disk
+atomically (written aside, renamed over) before the collection it named before is dropped. A crash
+between the two leaves that old collection shadowed by the alias; `open` drops it.
+
 One process at a time: every shard keeps its write-ahead log locked while open, and the
 WAL stays enabled so that a second process opening the same store fails instead of
 corrupting it. `EmbeddedStore.open` loads every shard at once, so the second opener fails
@@ -39,6 +45,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -87,6 +94,7 @@ class _Sidecar(TypedDict):
     vector_size: int
     metadata: dict[str, Any]
 
+_ALIASES_FILE = "aliases.json"
 _INDEXING_THRESHOLD_KB = 10_000
 _SEGMENTS = 8
 _MAX_SEGMENT_KB = 100_000
@@ -110,7 +118,8 @@ class EmbeddedStore(Store):
     def __init__(self, root: Path, search_threads: int) -> None:
         self._root = root
         self._search_threads = search_threads
-        self._shards: dict[str, edge.EdgeShard] = {}
+        self._shards: dict[str, edge.EdgeShard] = {}  # by the collection's own name
+        self._aliases: dict[str, str] = self._read_aliases()
         self._closed = False
         # Re-entrant: ensure_collection holds it while looking a shard up, which may load one.
         self._shards_lock = threading.RLock()
@@ -125,8 +134,12 @@ class EmbeddedStore(Store):
         started = time.perf_counter()
         try:
             for shard_dir in sorted(root.iterdir()):
-                if shard_dir.is_dir() and is_collection_name(shard_dir.name):
-                    store._shard(shard_dir.name)
+                if not (shard_dir.is_dir() and is_collection_name(shard_dir.name)):
+                    continue
+                if store._aliases.get(shard_dir.name, shard_dir.name) != shard_dir.name:
+                    store._drop(shard_dir.name)  # shadowed by an alias: a swap died before dropping it
+                else:
+                    store._find_shard(shard_dir.name, resolve=False)
         except BaseException:
             store.close()
             raise
@@ -145,12 +158,49 @@ class EmbeddedStore(Store):
         shard = self._find_shard(collection)
         return None if shard is None else self._info(collection, shard)
 
+    def collection_target(self, collection: str) -> str:
+        """The collection's own name behind `collection` (itself when it is no alias)."""
+        check_collection_name(collection)
+        if self._closed:
+            raise store_closed(str(self._root))
+        return self._aliases.get(collection, collection)
+
+    def replace_collection(self, collection: str, replacement: str) -> None:
+        """Point `collection` at `replacement` in the alias map (on disk first), then drop what it named."""
+        check_collection_name(collection)
+        with self._shards_lock:
+            if self._find_shard(replacement, resolve=False) is None:
+                raise collection_not_found(replacement)
+            previous = self.collection_target(collection)
+            aliases = {name: target for name, target in self._aliases.items() if name != collection}
+            if replacement != collection:
+                aliases[collection] = replacement
+            self._write_aliases(aliases)
+            self._aliases = aliases
+            if previous != replacement:
+                self._drop(previous)
+        log.info("collection %s is now %s (%s dropped)", collection, replacement, previous)
+
+    def delete_collection(self, collection: str) -> bool:
+        """Drop the collection of this own name, its points and any alias naming it."""
+        check_collection_name(collection)
+        if self._closed:
+            raise store_closed(str(self._root))
+        with self._shards_lock:
+            existed = (self._root / collection).is_dir()
+            aliases = {name: target for name, target in self._aliases.items() if target != collection}
+            if aliases != self._aliases:
+                self._write_aliases(aliases)
+                self._aliases = aliases
+            self._drop(collection)
+        return existed
+
     def ensure_collection(self, collection: str, dimension: int, metadata: dict[str, Any]) -> CollectionInfo:
         """Create the collection (dense cosine + sparse lexical with IDF, payload indexes), or return it."""
         with self._shards_lock:
             shard = self._find_shard(collection)
             if shard is None:
-                shard = self._create_shard(collection, dimension, metadata)
+                shard = self._create_shard(self.collection_target(collection), dimension, metadata)
         info = check_dimension(self._info(collection, shard), dimension, metadata)
         # Idempotent, and it gives collections made before an index was added to schema.py that index.
         for field_name, index in _payload_indexes():
@@ -315,8 +365,11 @@ class EmbeddedStore(Store):
             raise collection_not_found(collection)
         return shard
 
-    def _find_shard(self, collection: str) -> edge.EdgeShard | None:
+    def _find_shard(self, collection: str, resolve: bool = True) -> edge.EdgeShard | None:
+        """The shard of `collection` (through the alias map unless not `resolve`), None when there is none."""
         check_collection_name(collection)
+        if resolve:
+            collection = self._aliases.get(collection, collection)
         shard = self._shards.get(collection)
         if shard is not None:
             return shard
@@ -384,7 +437,8 @@ class EmbeddedStore(Store):
             raise
 
     def _info(self, collection: str, shard: edge.EdgeShard) -> CollectionInfo:
-        sidecar = self._read_sidecar(collection)
+        """The collection as the caller named it, read from the shard and sidecar of what the name resolves to."""
+        sidecar = self._read_sidecar(self.collection_target(collection))
         return CollectionInfo(
             name=collection,
             points_count=shard.count(edge.CountRequest(exact=True)),
@@ -392,6 +446,26 @@ class EmbeddedStore(Store):
             status="green",
             metadata=sidecar["metadata"],
         )
+
+    def _drop(self, collection: str) -> None:
+        """Close and delete the shard of this own name and its sidecar (nothing when there is none)."""
+        with self._shards_lock:
+            shard = self._shards.pop(collection, None)
+            if shard is not None:
+                shard.close()
+            shutil.rmtree(self._root / collection, ignore_errors=True)
+            self._sidecar_path(collection).unlink(missing_ok=True)
+        log.info("dropped collection %s", collection)
+
+    def _read_aliases(self) -> dict[str, str]:
+        path = self._root / _ALIASES_FILE
+        if not path.is_file():
+            return {}
+        aliases: dict[str, str] = json.loads(path.read_text(encoding="utf-8"))
+        return aliases
+
+    def _write_aliases(self, aliases: dict[str, str]) -> None:
+        _write_atomically(self._root / _ALIASES_FILE, aliases)
 
     def _sidecar_path(self, collection: str) -> Path:
         return self._root / f"{collection}.json"
@@ -408,14 +482,17 @@ class EmbeddedStore(Store):
             ) from None
 
     def _write_sidecar(self, collection: str, content: _Sidecar) -> None:
-        # Write aside, then rename over: a crash leaves the old file or the new one, never half of one.
-        path = self._sidecar_path(collection)
-        staging = path.with_suffix(".json.tmp")
-        with staging.open("w", encoding="utf-8") as out:
-            json.dump(content, out, ensure_ascii=False, indent=2)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(staging, path)
+        _write_atomically(self._sidecar_path(collection), content)
+
+
+def _write_atomically(path: Path, content: object) -> None:
+    """Write aside, then rename over: a crash leaves the old file or the new one, never half of one."""
+    staging = path.with_suffix(".json.tmp")
+    with staging.open("w", encoding="utf-8") as out:
+        json.dump(content, out, ensure_ascii=False, indent=2)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(staging, path)
 
 
 def _payload_indexes() -> list[tuple[str, edge.PayloadSchemaType | edge.TextIndexParams]]:

@@ -188,6 +188,19 @@ class Store(Protocol):
         BM25 score (with the collection's IDF) for SPARSE and a sparse `vector`. Points without that
         vector, or with no score (no query word, for SPARSE), are left out."""
 
+    def collection_target(self, collection: str) -> str:
+        """The collection's own name behind `collection`: the one it names as an alias, else itself. Every
+        other method given an alias reaches that collection."""
+
+    def replace_collection(self, collection: str, replacement: str) -> None:
+        """Make `collection` name the collection `replacement` at once (as an alias), then drop the
+        collection it named before with its points: a caller sees the old one or the new one, never
+        neither (except as differences.FIRST_SWAP says). NotFound when `replacement` does not exist."""
+
+    def delete_collection(self, collection: str) -> bool:
+        """Drop the collection of this own name (never through an alias) with its points and any alias
+        naming it; False when there was none."""
+
     def optimize(self, collection: str) -> None:
         """Build indexes now (embedded: HNSW; server: no-op, the server optimises by itself)."""
 

@@ -156,8 +156,9 @@ class CollectionModel:
         if not self.matches(model, dimension):
             raise FailedPrecondition(
                 f"Collection '{collection}' holds vectors of {self.name or 'an unnamed model'} ({self.dimension} "
-                f"dims) but the embedder runs {model or 'an unnamed model'} ({dimension} dims); run the embedder "
-                "with the collection's model, or use a collection made with the current one."
+                f"dims) but the embedder runs {model or 'an unnamed model'} ({dimension} dims); rebuild it under "
+                f"the running model with `alexandria reindex --collection {collection}` (searches by words, "
+                "search_mode lexical, keep answering meanwhile), or run the embedder with the collection's model."
             )
 
     def check_writable(self, collection: str) -> None:
@@ -167,8 +168,8 @@ class CollectionModel:
             raise FailedPrecondition(
                 f"Collection '{collection}' was made by an earlier Alexandria, which embedded passages sentence "
                 "by sentence; its searches still work, but books are added only to collections embedded by "
-                "passage windows: ingest into a new collection (the tools' `collection`, or QDRANT_COLLECTION; "
-                "`alexandria sync --collection NEW` fills it from the Calibre library)."
+                f"passage windows: rebuild it with `alexandria reindex --collection {collection}` (its searches "
+                "keep answering meanwhile)."
             )
 
 
@@ -191,3 +192,13 @@ def complete_file_versions(store: Store, collection: str) -> dict[str, FileVersi
         if key in versions:
             versions[key] = version
     return versions
+
+
+def complete_book_records(store: Store, collection: str) -> list[BookRecord]:
+    """The record of each book `collection` holds whole (of its newest version), in book key order."""
+    books = []
+    for key in sorted(complete_books(store, collection)):
+        points = store.scroll(collection, complete(**{f.BOOK_KEY: key}), limit=1)
+        if points:
+            books.append(BookRecord.from_payload(points[0].payload))
+    return books

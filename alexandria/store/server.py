@@ -10,6 +10,11 @@ Local mode (`QDRANT_LOCAL_PATH`) differs by design as differences.py lists: no p
 indexes (none are requested there), no accent folding in text filters, and its folder is
 locked like the embedded store's, so a second opener fails.
 
+A reindex swaps collections with Qdrant's own aliases: every call given an alias reaches the
+collection it names, on the server (and in local mode) itself; `replace_collection` moves the alias in
+one `update_collection_aliases` call. Qdrant lets no alias take the name of a collection, so the first
+swap of a collection made under the user's name deletes it first (differences.FIRST_SWAP).
+
 Needs Qdrant 1.16 or later (collection metadata, ASCII folding); docker-compose.yml pins
 one. qdrant-client's own version check is off: it runs on a thread and only warns, and
 it calls any server more than one minor version behind the client incompatible.
@@ -143,6 +148,46 @@ class ServerStore(Store):
                     self._client.create_payload_index(collection, field_name, index, wait=True)
         self._known_collections.add(collection)
         return info
+
+    def collection_target(self, collection: str) -> str:
+        """The collection's own name behind `collection` (itself when it is no alias)."""
+        check_collection_name(collection)
+        if self._closed:
+            raise store_closed(self._location)
+        with self._errors(collection):
+            aliases = self._client.get_aliases().aliases
+        return next((a.collection_name for a in aliases if a.alias_name == collection), collection)
+
+    def replace_collection(self, collection: str, replacement: str) -> None:
+        """Point the alias `collection` at `replacement` in one call, then delete what it named before."""
+        check_collection_name(collection)
+        self._require(replacement)
+        previous = self.collection_target(collection)
+        if previous == replacement:
+            return
+        moves: list[models.AliasOperations] = [models.CreateAliasOperation(
+            create_alias=models.CreateAlias(collection_name=replacement, alias_name=collection))]
+        if previous != collection:
+            moves.insert(0, models.DeleteAliasOperation(delete_alias=models.DeleteAlias(alias_name=collection)))
+        else:
+            self.delete_collection(collection)  # a collection of the user's name: no alias may take it (FIRST_SWAP)
+        with self._errors(collection):
+            self._client.update_collection_aliases(change_aliases_operations=moves)
+        if previous != collection:
+            self.delete_collection(previous)
+        log.info("collection %s is now %s (%s dropped) in %s", collection, replacement, previous, self._location)
+
+    def delete_collection(self, collection: str) -> bool:
+        """Delete the collection of this own name (Qdrant deletes the aliases naming it)."""
+        check_collection_name(collection)
+        if self._closed:
+            raise store_closed(self._location)
+        self._known_collections.discard(collection)
+        with self._errors(collection):
+            if not self._client.collection_exists(collection) or self.collection_target(collection) != collection:
+                return False
+            deleted: bool = self._client.delete_collection(collection)
+        return deleted
 
     # writes
 

@@ -468,3 +468,55 @@ class SyncEvent(_message.Message):
     progress: _common_pb2.Progress
     result: SyncResult
     def __init__(self, progress: _Optional[_Union[_common_pb2.Progress, _Mapping]] = ..., result: _Optional[_Union[SyncResult, _Mapping]] = ...) -> None: ...
+
+class ReindexRequest(_message.Message):
+    __slots__ = ("collection",)
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    collection: str
+    def __init__(self, collection: _Optional[str] = ...) -> None: ...
+
+class ReindexBook(_message.Message):
+    __slots__ = ("title", "book_key", "reason")
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    BOOK_KEY_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    title: str
+    book_key: str
+    reason: str
+    def __init__(self, title: _Optional[str] = ..., book_key: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ReindexResult(_message.Message):
+    __slots__ = ("collection", "model", "previous_model", "rebuilt", "resumed", "gone", "failed", "swapped", "books", "points", "summary", "seconds")
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_MODEL_FIELD_NUMBER: _ClassVar[int]
+    REBUILT_FIELD_NUMBER: _ClassVar[int]
+    RESUMED_FIELD_NUMBER: _ClassVar[int]
+    GONE_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    SWAPPED_FIELD_NUMBER: _ClassVar[int]
+    BOOKS_FIELD_NUMBER: _ClassVar[int]
+    POINTS_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    collection: str
+    model: str
+    previous_model: str
+    rebuilt: int
+    resumed: int
+    gone: _containers.RepeatedCompositeFieldContainer[ReindexBook]
+    failed: _containers.RepeatedCompositeFieldContainer[ReindexBook]
+    swapped: bool
+    books: int
+    points: int
+    summary: str
+    seconds: float
+    def __init__(self, collection: _Optional[str] = ..., model: _Optional[str] = ..., previous_model: _Optional[str] = ..., rebuilt: _Optional[int] = ..., resumed: _Optional[int] = ..., gone: _Optional[_Iterable[_Union[ReindexBook, _Mapping]]] = ..., failed: _Optional[_Iterable[_Union[ReindexBook, _Mapping]]] = ..., swapped: _Optional[bool] = ..., books: _Optional[int] = ..., points: _Optional[int] = ..., summary: _Optional[str] = ..., seconds: _Optional[float] = ...) -> None: ...
+
+class ReindexEvent(_message.Message):
+    __slots__ = ("progress", "result")
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    progress: _common_pb2.Progress
+    result: ReindexResult
+    def __init__(self, progress: _Optional[_Union[_common_pb2.Progress, _Mapping]] = ..., result: _Optional[_Union[ReindexResult, _Mapping]] = ...) -> None: ...

@@ -76,6 +76,11 @@ class IngestServiceStub:
                 request_serializer=alexandria_dot_v1_dot_ingest__pb2.SyncLibraryRequest.SerializeToString,
                 response_deserializer=alexandria_dot_v1_dot_ingest__pb2.SyncEvent.FromString,
                 _registered_method=True)
+        self.ReindexCollection = channel.unary_stream(
+                '/alexandria.v1.IngestService/ReindexCollection',
+                request_serializer=alexandria_dot_v1_dot_ingest__pb2.ReindexRequest.SerializeToString,
+                response_deserializer=alexandria_dot_v1_dot_ingest__pb2.ReindexEvent.FromString,
+                _registered_method=True)
 
 
 class IngestServiceServicer:
@@ -132,6 +137,15 @@ class IngestServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReindexCollection(self, request, context):
+        """Rebuild a collection under the running model from its books' own sources into a new collection,
+        while searches keep answering from the old one, then swap the new one in at once. Resumes a
+        reindex of the collection that was stopped half-way.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_IngestServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -174,6 +188,11 @@ def add_IngestServiceServicer_to_server(servicer, server):
                     servicer.SyncLibrary,
                     request_deserializer=alexandria_dot_v1_dot_ingest__pb2.SyncLibraryRequest.FromString,
                     response_serializer=alexandria_dot_v1_dot_ingest__pb2.SyncEvent.SerializeToString,
+            ),
+            'ReindexCollection': grpc.unary_stream_rpc_method_handler(
+                    servicer.ReindexCollection,
+                    request_deserializer=alexandria_dot_v1_dot_ingest__pb2.ReindexRequest.FromString,
+                    response_serializer=alexandria_dot_v1_dot_ingest__pb2.ReindexEvent.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -394,6 +413,33 @@ class IngestService:
             '/alexandria.v1.IngestService/SyncLibrary',
             alexandria_dot_v1_dot_ingest__pb2.SyncLibraryRequest.SerializeToString,
             alexandria_dot_v1_dot_ingest__pb2.SyncEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReindexCollection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/alexandria.v1.IngestService/ReindexCollection',
+            alexandria_dot_v1_dot_ingest__pb2.ReindexRequest.SerializeToString,
+            alexandria_dot_v1_dot_ingest__pb2.ReindexEvent.FromString,
             options,
             channel_credentials,
             insecure,

@@ -90,27 +90,32 @@ Ingest = Callable[[S, Report], Awaitable[int]]
 
 
 async def ingest_batch(books: list[BatchBook], resolve: Resolve[S], ingest: Ingest[S], report: Report,
-                       on_row: Callable[[BatchRow], None], stage: str = "batch") -> list[BatchRow]:
+                       on_row: Callable[[BatchRow], None], stage: str = "batch",
+                       fatal: tuple[type[AlexandriaError], ...] = ()) -> list[BatchRow]:
     """Each book in turn; one that fails is recorded as failed (or skipped, when already in) and the batch
-    goes on. `on_row` hears of each book as soon as it is done; progress is reported as `stage`."""
+    goes on, except on a `fatal` error, which ends it. `on_row` hears of each book as soon as it is done;
+    progress is reported as `stage`."""
     rows = []
     for n, book in enumerate(books):
         def book_report(step: str, done: int, total: int, message: str = "", n: int = n, title: str = book.title) -> None:
             report(stage, round(1000 * (n + book_fraction(step, done, total))), 1000 * len(books),
                    f"{n + 1}/{len(books)} {title}: {message}")
 
-        row = await _one(book, resolve, ingest, book_report)
+        row = await _one(book, resolve, ingest, book_report, fatal)
         rows.append(row)
         on_row(row)
         report(stage, 1000 * (n + 1), 1000 * len(books), f"{n + 1}/{len(books)} {row.book.title}: {row.status}")
     return rows
 
 
-async def _one(book: BatchBook, resolve: Resolve[S], ingest: Ingest[S], report: Report) -> BatchRow:
+async def _one(book: BatchBook, resolve: Resolve[S], ingest: Ingest[S], report: Report,
+               fatal: tuple[type[AlexandriaError], ...]) -> BatchRow:
     named = book
     try:
         named, source = await resolve(book)
         chunks = await ingest(source, report)
+    except fatal:
+        raise
     except AlreadyExists as exc:
         return BatchRow(named, BatchStatus.SKIPPED, error=exc.message)
     except AlexandriaError as exc:

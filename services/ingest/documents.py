@@ -12,6 +12,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
+from typing import Any
 
 from alexandria.book_formats import BookFormat
 from alexandria.contract import CHUNK_THRESHOLD, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
@@ -126,6 +127,19 @@ class ChunkingParams:
     threshold: float = CHUNK_THRESHOLD.default
     min_chunk_size: int = int(MIN_CHUNK_SIZE.default)
     max_chunk_size: int = int(MAX_CHUNK_SIZE.default)
+
+    def to_stored(self, hierarchical: bool) -> dict[str, float | int | bool]:
+        """How a book's points record the chunking it was ingested with (BookRecord.chunking)."""
+        return {"threshold": self.threshold, "min_chunk_size": self.min_chunk_size,
+                "max_chunk_size": self.max_chunk_size, "hierarchical": hierarchical}
+
+    @classmethod
+    def from_stored(cls, stored: dict[str, Any]) -> tuple[ChunkingParams, bool]:
+        """The parameters and hierarchy `to_stored` recorded (the defaults for what a book did not record)."""
+        default = cls()
+        return cls(float(stored.get("threshold", default.threshold)),
+                   int(stored.get("min_chunk_size", default.min_chunk_size)),
+                   int(stored.get("max_chunk_size", default.max_chunk_size))), bool(stored.get("hierarchical", True))
 
 
 class BreakKind(StrEnum):

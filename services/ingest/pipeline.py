@@ -261,8 +261,7 @@ class BookIngestor:
                 book_key=source.book_key, title=outcome.title, author=outcome.author, authors=source.authors,
                 language=outcome.language, file_path=str(source.path), format=prepared.book.format,
                 calibre_id=source.calibre_id, model=model.name, dimension=model.dimension,
-                chunking={"threshold": params.threshold, "min_chunk_size": params.min_chunk_size,
-                          "max_chunk_size": params.max_chunk_size, "hierarchical": hierarchical},
+                chunking=params.to_stored(hierarchical),
                 ingested_at=datetime.now(UTC).isoformat(timespec="seconds"), version=time.time_ns(),
                 file_version=source.file_version,
             )

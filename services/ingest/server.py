@@ -43,6 +43,7 @@ from services.ingest.extract.ocr import OcrOptions
 from services.ingest.local_files import LocalRoots
 from services.ingest.pipeline import BookIngestor, BookToIngest, IngestOutcome, ocr_options
 from services.ingest.progress import Report, run_with_progress
+from services.ingest.reindex import CollectionReindex, ReindexOutcome
 from services.ingest.sources import BookSources
 from services.ingest.sync import NO_FILE, LibrarySync, SyncOutcome, SyncRequest
 from services.ingest.writer import BookWriter
@@ -108,7 +109,9 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         self.sources = BookSources(catalog, self.roots)
         self.ocr = OcrOptions.from_settings(settings)
         self.ingestor = BookIngestor(store, embedder, indexer.request, self.ocr)
-        self.sync = LibrarySync(catalog, self.ingestor, settings.store.alexandria_data_dir / "sync")
+        state_dir = settings.store.alexandria_data_dir / "sync"
+        self.sync = LibrarySync(catalog, self.ingestor, state_dir)
+        self.reindex = CollectionReindex(catalog, self.sources, self.ingestor, state_dir)
 
     def _collection(self, name: str) -> str:
         return check_collection_name(name.strip() or self.settings.store.qdrant_collection)
@@ -212,6 +215,18 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
             return sync_result(await self.sync.run(sync, report))
 
         async for event in self._stream(work, ingest_pb2.SyncEvent):
+            yield event
+
+    async def ReindexCollection(
+        self, request: ingest_pb2.ReindexRequest,
+        context: aio.ServicerContext[ingest_pb2.ReindexRequest, ingest_pb2.ReindexEvent],
+    ) -> AsyncIterator[ingest_pb2.ReindexEvent]:
+        collection = self._collection(request.collection)
+
+        async def work(report: Report) -> ingest_pb2.ReindexResult:
+            return reindex_result(await self.reindex.run(collection, report))
+
+        async for event in self._stream(work, ingest_pb2.ReindexEvent):
             yield event
 
     async def TestChunking(
@@ -330,6 +345,18 @@ def sync_result(outcome: SyncOutcome) -> ingest_pb2.SyncResult:
         failed=[ingest_pb2.SyncBook(book_id=r.book.id, title=r.book.title, reason=r.error or "") for r in failed],
         skipped=[ingest_pb2.SyncBook(book_id=r.book.id, title=r.book.title, reason=r.error or "") for r in skipped],
         summary=summary_line, seconds=outcome.seconds,
+    )
+
+
+def reindex_result(outcome: ReindexOutcome) -> ingest_pb2.ReindexResult:
+    return ingest_pb2.ReindexResult(
+        collection=outcome.collection, model=outcome.model, previous_model=outcome.previous_model,
+        rebuilt=outcome.rebuilt, resumed=len(outcome.plan.done),
+        gone=[ingest_pb2.ReindexBook(title=g.book.title, book_key=g.book.book_key, reason=g.reason)
+              for g in outcome.plan.gone],
+        failed=[ingest_pb2.ReindexBook(title=row.book.title, reason=row.error or "") for row in outcome.failed],
+        swapped=outcome.swapped, books=outcome.books, points=outcome.points, summary=outcome.summary(),
+        seconds=outcome.seconds,
     )
 
 

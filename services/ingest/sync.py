@@ -127,17 +127,22 @@ class SyncState:
         self.collection = collection
 
     @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        """Hold the collection's sync lock, or refuse at once when another sync holds it."""
+    def locked(self, holder: str = "sync") -> Iterator[None]:
+        """Hold the collection's lock for a `holder` (a sync, or a reindex, which must not run beside one),
+        or refuse at once when another holds it, naming what holds it."""
         self.directory.mkdir(parents=True, exist_ok=True)
         with self.lock_path.open("a+") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
+                lock.seek(0)
                 raise FailedPrecondition(
-                    f"A sync of collection '{self.collection}' is already running; wait for it to finish "
-                    "(its progress is on the client that started it), then sync again if needed."
+                    f"A {lock.read().strip() or 'sync'} of collection '{self.collection}' is already running; wait "
+                    "for it to finish (its progress is on the client that started it), then try again if needed."
                 ) from None
+            lock.truncate(0)
+            lock.write(holder)
+            lock.flush()
             try:
                 yield
             finally:

@@ -70,13 +70,14 @@ class Signals:
     lexical: np.ndarray  # BM25 scores; 0 where the candidate holds no query word
 
 
-def measure(store: Store, collection: str, hits: Sequence[Hit], vector: np.ndarray, terms: SparseVector,
+def measure(store: Store, collection: str, hits: Sequence[Hit], vector: np.ndarray | None, terms: SparseVector,
             multivector: str) -> Signals:
-    """The engine's dense, window and lexical scores of the candidates (three calls on their ids);
+    """The engine's dense, window and lexical scores of the candidates (three calls on their ids; the
+    lexical one alone without a dense `vector`: a lexical search, whatever model made the collection);
     `multivector` names the collection's window vectors (CollectionModel.passage_vectors)."""
     ids = [hit.id for hit in hits]
-    chunk = store.similarities(collection, ids, vector, DENSE)
-    window = store.similarities(collection, ids, vector, multivector)
+    chunk = store.similarities(collection, ids, vector, DENSE) if vector is not None else {}
+    window = store.similarities(collection, ids, vector, multivector) if vector is not None else {}
     lexical = store.similarities(collection, ids, terms, SPARSE) if terms.indices else {}
     chunk_cosine = np.array([chunk.get(i, 0.0) for i in ids], dtype=np.float64)
     return Signals(

@@ -32,6 +32,7 @@ from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
 from alexandria.errors import FailedPrecondition, InvalidArgument, NotFound
 from alexandria.languages import language_spellings
 from alexandria.store import (
+    WINDOWS,
     CollectionInfo,
     Filter,
     Hit,
@@ -111,13 +112,18 @@ def validate(query: SearchQuery) -> None:
         raise InvalidArgument("No collection named; pass one or set QDRANT_COLLECTION.")
 
 
-def check_collection(collection: str, info: CollectionInfo | None, query_vector: QueryVector) -> CollectionInfo:
-    """`info`, once the collection exists, holds points, and was embedded by the model that embedded the query."""
+def check_collection(
+    collection: str, info: CollectionInfo | None, query_vector: QueryVector, semantic: bool = True
+) -> CollectionInfo:
+    """`info`, once the collection exists, holds points, and (for a `semantic` search) was embedded by the
+    model that embedded the query. A lexical search reads no vector of the model's: it answers from a
+    collection of another model too (while a reindex rebuilds it, say)."""
     if info is None:
         raise collection_not_found(collection)
     if info.points_count == 0:
         raise FailedPrecondition(f"Collection '{collection}' is empty; ingest a book into it before searching.")
-    CollectionModel.of(info).check(collection, query_vector.model, int(query_vector.vector.shape[0]))
+    if semantic:
+        CollectionModel.of(info).check(collection, query_vector.model, int(query_vector.vector.shape[0]))
     return info
 
 
@@ -140,7 +146,8 @@ class Searcher:
             raise InvalidArgument(
                 f"The query '{query.text}' has no words lexical search can match; use search_mode semantic or hybrid."
             )
-        query_vector = await self._encode_for(query.collection, query.text)
+        semantic = query.search_mode is not SearchMode.LEXICAL
+        query_vector = await self._encode_for(query.collection, query.text, semantic)
         empty = SearchOutcome(query.text, query.context_mode, query.search_mode, ())
         try:
             ranked = await self._rank(query, query_vector, terms)
@@ -149,7 +156,7 @@ class Searcher:
             raise
         if not ranked.hits:  # an empty collection is an error, not "nothing matched"
             info = await call_store(self.store, self.store.collection_info, query.collection)
-            check_collection(query.collection, info, query_vector)
+            check_collection(query.collection, info, query_vector, semantic)
         results, best_dropped = select_passages(ranked, terms, query.threshold, query.limit)
         if not results:
             return dataclasses.replace(empty, notice=nothing_matched_notice(query, best_dropped))
@@ -162,7 +169,7 @@ class Searcher:
             outcome = assemble_context(outcome, parents, siblings)
         return fit_to_budget(outcome, budget_chars, reserved_chars)
 
-    async def _encode_for(self, collection: str, text: str) -> QueryVector:
+    async def _encode_for(self, collection: str, text: str, semantic: bool) -> QueryVector:
         """The query's vector, once the collection is known to exist, to hold points, and to have been
         embedded by the model that embedded the query. The collection's record is read again only
         when the model differs from the one remembered (the collection may have been made anew)."""
@@ -177,7 +184,7 @@ class Searcher:
             if remembered.matches(query_vector.model, int(query_vector.vector.shape[0])):
                 return query_vector
             info = await call_store(self.store, self.store.collection_info, collection)
-        self._embedded_with[collection] = CollectionModel.of(check_collection(collection, info, query_vector))
+        self._embedded_with[collection] = CollectionModel.of(check_collection(collection, info, query_vector, semantic))
         return query_vector
 
     async def _rank(self, query: SearchQuery, query_vector: QueryVector, terms: SparseVector) -> Ranked:
@@ -185,13 +192,14 @@ class Searcher:
         hits = newest_versions(await call_store(self.store, self._candidates, query, query_vector.vector, terms))
         if not hits:
             return Ranked([], [])
-        multivector = self._embedded_with[query.collection].passage_vectors
-        signals = await call_store(self.store, measure, self.store, query.collection, hits, query_vector.vector, terms,
-                                   multivector)
+        semantic = query.search_mode is not SearchMode.LEXICAL
+        multivector = self._embedded_with[query.collection].passage_vectors if semantic else WINDOWS
+        signals = await call_store(self.store, measure, self.store, query.collection, hits,
+                                   query_vector.vector if semantic else None, terms, multivector)
         scores = relevance(
             signals,
             query_vector.similarity_floor,
-            semantic=query.search_mode is not SearchMode.LEXICAL,
+            semantic=semantic,
             lexical=query.search_mode is not SearchMode.SEMANTIC and bool(terms.indices),
         )
         order = best_first(scores)

@@ -89,7 +89,7 @@ def test_a_collection_made_before_passage_windows_is_searched_by_sentences_and_t
     store.ensure_collection("old", DIMENSION, {f.MODEL: "m", f.DIMENSION: DIMENSION})  # records no passage vectors
     info = store.collection_info("old")
     assert info is not None and CollectionModel.of(info).passage_vectors == SENTENCES
-    with pytest.raises(FailedPrecondition, match="ingest into a new collection"):
+    with pytest.raises(FailedPrecondition, match="alexandria reindex --collection old"):
         BookWriter(store, "old").ensure_collection(DIMENSION, "m")
     BookWriter(store, "new").ensure_collection(DIMENSION, "m")
     made = store.collection_info("new")

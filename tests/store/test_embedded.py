@@ -103,3 +103,21 @@ def test_each_collection_searches_with_the_configured_threads_made_or_reopened(t
 
 def test_search_threads_default_to_the_cpus_this_process_may_use(tmp_path: Path) -> None:
     assert settings_for("embedded", tmp_path).search_threads == available_cpus()
+
+
+def test_aliases_live_in_a_json_file_and_a_collection_they_shadow_is_dropped_at_open(
+    embedded: EmbeddedStore, tmp_path: Path
+) -> None:
+    root = tmp_path / "store"
+    embedded.ensure_collection("library-rebuilt", DIMENSION, METADATA)
+    embedded.upsert("library-rebuilt", [stored_point(PASSAGES[0])])
+    embedded.close()
+    # What a swap killed after writing the alias map, before dropping the old collection, leaves.
+    (root / "aliases.json").write_text(json.dumps({COLLECTION: "library-rebuilt"}))
+
+    reopened = open_store(settings_for("embedded", tmp_path))
+    try:
+        assert not (root / COLLECTION).exists() and not (root / f"{COLLECTION}.json").exists()
+        assert reopened.count(COLLECTION) == 1 and reopened.collection_target(COLLECTION) == "library-rebuilt"
+    finally:
+        reopened.close()

@@ -85,7 +85,12 @@ CALLS: dict[str, Callable[[Store, str], object]] = {
     ),
     "similarities": lambda store, collection: store.similarities(collection, [point_id("whale")], axis(0), DENSE),
     "optimize": lambda store, collection: store.optimize(collection),
+    "collection_target": lambda store, collection: store.collection_target(collection),
+    "replace_collection": lambda store, collection: store.replace_collection("elsewhere", collection),
+    "delete_collection": lambda store, collection: store.delete_collection(collection),
 }
+# What answers a missing collection instead of refusing it: tested with aliases below.
+ANSWER_A_MISSING_COLLECTION = {"collection_info", "ensure_collection", "collection_target", "delete_collection"}
 
 
 def test_the_calls_cover_every_method_of_the_contract() -> None:
@@ -94,7 +99,7 @@ def test_the_calls_cover_every_method_of_the_contract() -> None:
 
 
 # collection_info and ensure_collection answer a missing collection (None; creating it): tested above.
-@pytest.mark.parametrize("method", sorted(set(CALLS) - {"collection_info", "ensure_collection"}))
+@pytest.mark.parametrize("method", sorted(set(CALLS) - ANSWER_A_MISSING_COLLECTION))
 def test_every_read_and_write_of_a_missing_collection_is_not_found(store: Store, method: str) -> None:
     with pytest.raises(NotFound, match="'missing' does not exist; ingest a book"):
         CALLS[method](store, "missing")
@@ -277,6 +282,86 @@ def test_optimize_keeps_every_answer(library: Store) -> None:
 
     assert library.count(COLLECTION) == len(PASSAGES)
     assert names(library.query_dense(COLLECTION, axis(3), None, limit=1)) == ["letter"]
+
+
+# aliases: a collection replaced by another under the user's name (a reindex)
+
+REBUILT = "library-rebuilt"
+REBUILT_METADATA = {"model": "synthetic-8+int8", "dimension": DIMENSION}
+
+
+def rebuilt_beside(library: Store, names: tuple[str, ...] = ("whale", "ball")) -> None:
+    """A second collection holding some of the passages, complete, made by another model."""
+    library.ensure_collection(REBUILT, DIMENSION, REBUILT_METADATA)
+    library.upsert(REBUILT, [stored_point(p) for p in PASSAGES if p.name in names])
+    library.set_payload(REBUILT, Filter(), {f.COMPLETE: True})
+
+
+def test_a_replaced_collection_answers_every_call_under_its_name(library: Store) -> None:
+    rebuilt_beside(library)
+    assert library.collection_target(COLLECTION) == COLLECTION
+
+    library.replace_collection(COLLECTION, REBUILT)
+
+    info = library.collection_info(COLLECTION)
+    assert info is not None and info.name == COLLECTION and info.metadata == REBUILT_METADATA
+    assert info.points_count == 2 and library.count(COLLECTION) == 2
+    assert library.collection_target(COLLECTION) == REBUILT
+    assert library.facet_counts(COLLECTION, f.BOOK_KEY) == {"moby": 1, "pride": 1}
+    assert [h.payload["name"] for h in library.query_dense(COLLECTION, axis(2), None, limit=1)] == ["ball"]
+    assert library.ensure_collection(COLLECTION, DIMENSION, REBUILT_METADATA).metadata == REBUILT_METADATA
+    library.upsert(COLLECTION, [stored_point(PASSAGES[-1])])  # writes land in the replacement
+    assert library.count(REBUILT) == 3
+    assert library.delete(COLLECTION, Filter(must={f.BOOK_KEY: "moby"})) == 1
+    assert library.count(REBUILT) == 2
+
+
+def test_the_replaced_collection_is_dropped_and_a_second_swap_drops_the_first_replacement(library: Store) -> None:
+    rebuilt_beside(library)
+    library.replace_collection(COLLECTION, REBUILT)
+    assert library.delete_collection(COLLECTION) is False, "the old collection is gone; the name is an alias"
+
+    library.ensure_collection("library-again", DIMENSION, METADATA)
+    library.upsert("library-again", [stored_point(PASSAGES[-1])])
+    library.replace_collection(COLLECTION, "library-again")
+
+    assert library.collection_info(REBUILT) is None
+    assert library.collection_target(COLLECTION) == "library-again"
+    assert library.count(COLLECTION) == 1 and library.collection_info(COLLECTION).metadata == METADATA
+
+
+def test_a_swap_survives_reopening_the_store(backend: str, tmp_path: Path) -> None:
+    store = open_store(settings_for(backend, tmp_path))
+    store.ensure_collection(COLLECTION, DIMENSION, METADATA)
+    store.upsert(COLLECTION, [stored_point(p) for p in PASSAGES])
+    rebuilt_beside(store)
+    store.replace_collection(COLLECTION, REBUILT)
+    store.close()
+
+    reopened = open_store(settings_for(backend, tmp_path))
+    try:
+        assert reopened.collection_target(COLLECTION) == REBUILT
+        assert reopened.count(COLLECTION) == 2
+        assert reopened.collection_info(COLLECTION).metadata == REBUILT_METADATA
+    finally:
+        reopened.close()
+
+
+def test_replacing_with_a_missing_collection_changes_nothing(library: Store) -> None:
+    with pytest.raises(NotFound, match="'missing' does not exist"):
+        library.replace_collection(COLLECTION, "missing")
+
+    assert library.collection_target(COLLECTION) == COLLECTION and library.count(COLLECTION) == len(PASSAGES)
+
+
+def test_delete_collection_drops_it_and_the_aliases_naming_it(library: Store) -> None:
+    rebuilt_beside(library)
+    library.replace_collection(COLLECTION, REBUILT)
+
+    assert library.delete_collection(REBUILT) is True
+    assert library.delete_collection(REBUILT) is False
+    assert library.collection_info(COLLECTION) is None and library.collection_info(REBUILT) is None
+    assert library.collection_target(COLLECTION) == COLLECTION
 
 
 # lifetime

@@ -1,0 +1,112 @@
+"""`alexandria reindex` against a real stack: books ingested under one model, the stack restarted under another
+(the same MiniLM quantised to int8, a model of another name), a query refused naming the command, the reindex
+run while searches keep answering from the old collection, and afterwards the collection holding exactly the
+books that could be read, under the new model, the old collection gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from catalog.scratch import copy_library
+from mcp import Client
+
+from alexandria_stack.layout import SAMPLE_LIBRARY as LIBRARY
+from e2e.mcp_calls import call
+from e2e.stack import RunningStack, start_stack
+from e2e.test_sync import delete_book
+
+COLLECTION = "alexandria"  # the default collection
+NOTES = """# Harbour notes
+
+The lighthouse keeper counted the herring boats every evening before the fog rolled in from the cape.
+
+When the storm broke the old pier, the fishermen carried their nets up the hill to the chapel.
+
+Every spring the keeper painted the lamp room white and wrote the names of the lost boats on the wall.
+"""
+
+
+def start_reindex(stack: RunningStack) -> subprocess.Popen:
+    return subprocess.Popen([str(Path(sys.executable).with_name("alexandria")), "reindex"], env=stack.env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+async def stats(stack: RunningStack) -> dict:
+    async with Client(stack.mcp_url) as client:
+        result, is_error = await call(client, "alexandria_stats")
+    assert not is_error, result
+    return result["qdrant"]
+
+
+async def query(stack: RunningStack, mode: str) -> tuple[dict, bool]:
+    async with Client(stack.mcp_url) as client:
+        return await call(client, "alexandria_query", {"query": "lighthouse keeper herring boats",
+                                                       "search_mode": mode, "guardian": "none"})
+
+
+async def test_reindex_rebuilds_the_collection_under_the_running_model(tmp_path: Path) -> None:
+    library = copy_library(LIBRARY, tmp_path / "library")
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "harbour_notes.md").write_text(NOTES)
+    data_dir = tmp_path / "var"
+
+    first = start_stack(data_dir, library, inbox)
+    try:
+        ingested = first.cli("ingest", "--all")
+        assert ingested.returncode == 0 and "4 added" in ingested.stdout, ingested
+        notes = first.cli("ingest", "--file", str(inbox / "harbour_notes.md"), "--title", "Harbour Notes",
+                          "--author", "Ann Keeper")
+        assert notes.returncode == 0, notes
+        before = await stats(first)
+    finally:
+        assert first.stop() in (0, 130)
+    assert before["books"] == 5
+    old_model = before["model"]
+    delete_book(library, 3)  # its source is gone: the reindex reports it and leaves it out
+
+    stack = start_stack(data_dir, library, inbox, extra_env={"EMBEDDER_QUANTIZE": "int8"})
+    try:
+        refused, is_error = await query(stack, "hybrid")
+        assert is_error and "alexandria reindex --collection alexandria" in refused["error"], refused
+        assert old_model in refused["error"] and f"{old_model}+int8" in refused["error"], refused
+
+        state = data_dir / "sync" / f"{COLLECTION}.reindex.json"
+        reindex = start_reindex(stack)
+        deadline = time.monotonic() + 120
+        while not state.exists():
+            assert reindex.poll() is None, reindex.communicate()
+            assert time.monotonic() < deadline, "the reindex wrote no state"
+            await asyncio.sleep(0.05)
+        during, is_error = await query(stack, "lexical")
+        during_stats = await stats(stack)
+        assert state.exists(), "the query ran while the reindex was under way"
+        assert not is_error and during["result_count"] > 0, during
+        assert during["results"][0]["book_title"] == "Harbour Notes", during
+        assert during_stats["model"] == old_model and during_stats["books"] == 5, "the old collection answers"
+
+        stdout, stderr = reindex.communicate(timeout=600)
+        assert reindex.returncode == 0, (stdout, stderr)
+        assert "reindex" in stderr and "ETA" in stderr, "progress with an ETA on stderr"
+        assert stdout.count("  gone    ") == 1 and "deleted from the Calibre library" in stdout, stdout
+        assert "now holds 4 books" in stdout and f"made by {old_model}+int8 (was {old_model}): 4 rebuilt" in stdout
+        assert not state.exists()
+
+        after = await stats(stack)
+        assert after["books"] == 4 and after["model"] == f"{old_model}+int8", after
+        answered, is_error = await query(stack, "hybrid")
+        assert not is_error and answered["results"][0]["book_title"] == "Harbour Notes", answered
+    finally:
+        assert stack.stop() in (0, 130)
+
+    stored = stack.stored_points(COLLECTION)
+    assert (stored.books, stored.versions, stored.points) == (4, 4, after["points_count"]), stored
+    aliases = json.loads((data_dir / "store" / "aliases.json").read_text())
+    collections = sorted(p.name for p in (data_dir / "store").iterdir() if p.is_dir())
+    assert collections == [aliases[COLLECTION]], "the old collection is dropped"

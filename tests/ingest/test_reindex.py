@@ -1,0 +1,124 @@
+"""The reindex's plan and its resumption: which books are rebuilt, which are gone, what a stopped run leaves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from alexandria.book_identity import file_sha256, local_book_key
+from alexandria.errors import FailedPrecondition
+from alexandria.store.records import BookRecord
+from alexandria.v1 import catalog_pb2
+from services.ingest.documents import ChunkingParams
+from services.ingest.reindex import (
+    DELETED,
+    ReindexState,
+    ReindexStateFile,
+    calibre_gone,
+    local_gone,
+    plan_reindex,
+    resume_or_start,
+)
+from services.ingest.sync import NO_FILE, SyncState
+
+OLD, NEW = "all-MiniLM-L6-v2", "all-MiniLM-L6-v2+int8"
+
+
+def book(key: str, **more: object) -> BookRecord:
+    return BookRecord(book_key=key, title=key.title(), author="A", **more)  # type: ignore[arg-type]
+
+
+def test_the_plan_rebuilds_every_book_held_but_those_rebuilt_already_and_those_gone() -> None:
+    held = [book("a"), book("b"), book("c"), book("d")]
+
+    plan = plan_reindex(held, rebuilt={"b"}, gone={"d": DELETED})
+
+    assert [b.book_key for b in plan.rebuild] == ["a", "c"]
+    assert [b.book_key for b in plan.done] == ["b"]
+    assert [(g.book.book_key, g.reason) for g in plan.gone] == [("d", DELETED)]
+    assert plan.counts() == "2 to rebuild, 1 rebuilt before (resumed), 1 whose source is gone"
+
+
+def test_a_first_reindex_builds_into_a_new_collection_name() -> None:
+    started = resume_or_start(None, "library", "library", NEW)
+
+    assert not started.resumed and started.drop == () and not started.swapped
+    assert started.state.source == "library" and started.state.model == NEW
+    assert started.state.target.startswith("library-r") and started.state.target != "library"
+    long_name = "x" * 64
+    assert len(resume_or_start(None, long_name, long_name, NEW).state.target) <= 64
+
+
+def test_a_stopped_reindex_of_the_same_collection_and_model_resumes_into_its_collection() -> None:
+    saved = ReindexState("library", "library", "library-r0123456789", NEW)
+
+    resumed = resume_or_start(saved, "library", "library", NEW)
+
+    assert resumed.resumed and resumed.state == saved and resumed.drop == ()
+
+
+def test_a_stopped_reindex_under_another_model_is_dropped_and_started_anew() -> None:
+    saved = ReindexState("library", "library", "library-r0123456789", OLD)
+
+    started = resume_or_start(saved, "library", "library", NEW)
+
+    assert not started.resumed and started.drop == ("library-r0123456789",)
+    assert started.state.target != saved.target and started.state.model == NEW
+
+
+def test_a_reindex_killed_after_its_swap_only_drops_the_old_collection() -> None:
+    saved = ReindexState("library", "library", "library-r0123456789", NEW)
+
+    finished = resume_or_start(saved, "library", "library-r0123456789", NEW)
+
+    assert finished.swapped and finished.drop == ("library",)
+
+
+def test_the_state_file_is_kept_whole_and_read_back(tmp_path: Path) -> None:
+    file = ReindexStateFile(tmp_path, "library")
+    assert file.load() is None
+    state = ReindexState("library", "library", "library-r0123456789", NEW)
+
+    file.save(state)
+
+    assert ReindexStateFile(tmp_path, "library").load() == state and not list(tmp_path.glob("*.tmp"))
+    file.path.write_text("{not json")
+    assert file.load() is None
+    file.clear()
+    assert not file.path.exists()
+
+
+def test_a_calibre_book_is_gone_when_deleted_or_with_no_file_on_disk() -> None:
+    library = {"u1": catalog_pb2.LibraryFile(uuid="u1", format="EPUB"), "u2": catalog_pb2.LibraryFile(uuid="u2")}
+
+    assert calibre_gone(book("u1"), library) is None
+    assert calibre_gone(book("u2"), library) == NO_FILE
+    assert calibre_gone(book("u3"), library) == DELETED
+
+
+def test_a_local_file_is_gone_when_missing_or_changed(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("the same text")
+    kept = book(local_book_key(file_sha256(path)), file_path=str(path))
+    assert local_gone(kept) is None
+
+    path.write_text("another text")
+    assert "changed since it was ingested" in (local_gone(kept) or "")
+    path.unlink()
+    assert "is no longer on disk" in (local_gone(kept) or "")
+
+
+def test_chunking_parameters_read_back_as_recorded() -> None:
+    params = ChunkingParams(0.4, 100, 900)
+
+    assert ChunkingParams.from_stored(params.to_stored(False)) == (params, False)
+    assert ChunkingParams.from_stored({}) == (ChunkingParams(), True)
+
+
+def test_a_reindex_holds_the_sync_lock_and_a_sync_is_told_so(tmp_path: Path) -> None:
+    refused = pytest.raises(FailedPrecondition, match="A reindex of collection 'library' is already running")
+    with SyncState(tmp_path, "library").locked("reindex"), refused, SyncState(tmp_path, "library").locked():
+        pass
+    with SyncState(tmp_path, "library").locked():
+        pass
