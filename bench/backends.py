@@ -1,7 +1,7 @@
-"""Backends and precisions: each model run by torch and by ONNX Runtime, in fp32 and int8, against torch
-fp32 of the same model measured in the same run.
+"""Backends and precisions: each model run by torch, ONNX Runtime and OpenVINO, in fp32, int8 and bf16,
+against torch fp32 of the same model measured in the same run.
 
-    .venv/bin/python bench/backends.py [--models minilm,mpnet] [--configs torch-fp32,onnx-fp32,onnx-int8]
+    .venv/bin/python bench/backends.py [--models minilm,mpnet] [--configs torch-fp32,onnx-int8,openvino-bf16]
                                        [--sentences 600] [--queries 100] [--rounds 2]
 
 For every model x backend x precision, loaded as the embedder loads it (`load_model`; the ONNX graphs
@@ -49,6 +49,8 @@ CONFIGS: dict[str, tuple[EmbedderBackend, EmbedderQuantize]] = {
     "torch-int8": ("torch", "int8"),
     "onnx-fp32": ("onnx", "none"),
     "onnx-int8": ("onnx", "int8"),
+    "openvino-fp32": ("openvino", "none"),
+    "openvino-bf16": ("openvino", "bf16"),
 }
 BATCH = 64
 
@@ -80,7 +82,7 @@ def encode_passages(model: EmbeddingModel, texts: list[str], pool: ThreadPoolExe
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default="minilm,mpnet", help="minilm, mpnet, or EMBEDDER_MODEL values")
-    parser.add_argument("--configs", default="torch-fp32,torch-int8,onnx-fp32,onnx-int8")
+    parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--models-dir", type=Path, default=ROOT / "var" / "models")
     parser.add_argument("--sentences", type=int, default=600)
     parser.add_argument("--queries", type=int, default=100)

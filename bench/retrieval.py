@@ -60,7 +60,7 @@ from alexandria.settings import ClientSettings, EmbedderProfile, EmbedderSetting
 from alexandria.store import Filter, Store, open_store
 from alexandria.store import schema as f
 from services.embedder import server as embedder_server
-from services.embedder.loading import DEFAULT_MODEL_PACKAGE, resolve_device
+from services.embedder.loading import DEFAULT_MODEL_PACKAGE, name_suffix, resolve_device
 from services.embedder.profiles import require_fetched, resolve_profile
 from services.ingest.documents import ChunkingParams
 from services.ingest.extract import extract_book
@@ -249,9 +249,10 @@ def model_slug(configuration: Configuration) -> str:
     """The scratch folder of a configuration's store: its model's folder or package, and the backend and
     precision when their vectors differ (the suffix of the model name the embedder records)."""
     settings = configuration.settings()
-    choice = resolve_profile(settings, resolve_device(settings.embedder_device))
+    device = resolve_device(settings.embedder_device)
+    choice = resolve_profile(settings, device)
     require_fetched(choice)
-    suffix = "" if choice.quantize == "none" else ("+int8" if choice.backend == "torch" else "+onnx-int8")
+    suffix = name_suffix(device, choice.backend, choice.quantize)
     return re.sub(r"[^A-Za-z0-9_.+-]+", "_", Path(choice.model or DEFAULT_MODEL_PACKAGE).name) + suffix
 
 

@@ -131,12 +131,18 @@ def resolve_device(requested: Literal["auto", "cpu", "cuda"]) -> str:
     return "cuda" if requested != "cpu" and has_cuda else "cpu"
 
 
-def model_name(source: ModelSource, device: str, backend: EmbedderBackend, quantize: EmbedderQuantize) -> str:
-    """The name a model's vectors are recorded under: one name for each way of running it whose vectors
-    differ. ONNX fp32 gives torch fp32's vectors (to 1e-6), so it keeps the model's own name; int8 does not."""
+def name_suffix(device: str, backend: EmbedderBackend, quantize: EmbedderQuantize) -> str:
+    """What a model's name gets for running on `backend` at `quantize`: one name for each way of running it
+    whose vectors differ. fp32 on onnx or openvino gives torch fp32's vectors (to 1e-6), so it keeps the
+    model's own name; int8 and bf16 do not. On a GPU nothing is quantised (fp16, as always)."""
     if quantize == "none" or device != "cpu":
-        return source.name
-    return f"{source.name}+int8" if backend == "torch" else f"{source.name}+onnx-int8"
+        return ""
+    return "+int8" if backend == "torch" else f"+{backend}-{quantize}"
+
+
+def model_name(source: ModelSource, device: str, backend: EmbedderBackend, quantize: EmbedderQuantize) -> str:
+    """The name a model's vectors are recorded under (see name_suffix)."""
+    return source.name + name_suffix(device, backend, quantize)
 
 
 def load_model(
@@ -169,14 +175,24 @@ def load_model(
         )
     sentence_transformer.eval()
     token_embeddings: TokenEmbeddings | None
-    if backend == "onnx":
+    if backend != "torch":
         if device != "cpu":
-            raise FailedPrecondition("EMBEDDER_BACKEND=onnx runs on the CPU only; use EMBEDDER_BACKEND=torch on a GPU.")
-        from services.embedder import onnx_backend  # onnxruntime is imported only by those who run it
+            raise FailedPrecondition(
+                f"EMBEDDER_BACKEND={backend} runs on the CPU only; use EMBEDDER_BACKEND=torch on a GPU."
+            )
+        from services.embedder import onnx_backend  # the runtimes are imported only by those who run them
 
-        graph = onnx_backend.exported_graph(sentence_transformer, source.name, source.path, models_dir, quantize)
-        token_embeddings = onnx_backend.OnnxTokenEmbeddings(graph)
+        if backend == "onnx":
+            if quantize == "bf16":
+                raise FailedPrecondition("EMBEDDER_QUANTIZE=bf16 runs on EMBEDDER_BACKEND=openvino only.")
+            graph = onnx_backend.exported_graph(sentence_transformer, source.name, source.path, models_dir, quantize)
+            token_embeddings = onnx_backend.OnnxTokenEmbeddings(graph)
+        else:  # OpenVINO compiles the fp32 ONNX graph at the precision asked for
+            graph = onnx_backend.exported_graph(sentence_transformer, source.name, source.path, models_dir, "none")
+            token_embeddings = onnx_backend.OpenVinoTokenEmbeddings(graph, quantize)
     else:
+        if quantize == "bf16":
+            raise FailedPrecondition("EMBEDDER_QUANTIZE=bf16 runs on EMBEDDER_BACKEND=openvino only.")
         if quantize == "int8" and device == "cpu":
             torch.ao.quantization.quantize_dynamic(sentence_transformer[0].auto_model, {torch.nn.Linear},
                                                    dtype=torch.qint8, inplace=True)
@@ -188,8 +204,8 @@ def load_model(
         token_embeddings,
         backend,
     )
-    if backend == "onnx":
-        model.dtype = "int8" if quantize == "int8" else "float32"
+    if backend != "torch":
+        model.dtype = {"int8": "int8", "bf16": "bfloat16"}.get(quantize, "float32")
     model.calibrate()
     log.info(
         "loaded %s from %s: %d dimensions, %d tokens max, %s %s %s%s, prefixes %r, "

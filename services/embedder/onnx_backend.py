@@ -24,6 +24,7 @@ import re
 import tempfile
 import threading
 import warnings
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 
@@ -165,47 +166,108 @@ def exported_graph(
     return int8
 
 
-class OnnxTokenEmbeddings:
+class _PerThreadCount(ABC):
     """The exported transformer as a function of (input_ids, attention_mask) to its token embeddings, as
     model.py's traced graph is.
 
     Each calling thread runs it on as many threads as torch gives that thread (threads.py sets each lane's:
-    the query worker all cores, each bulk worker one): one session per thread count, shared by the threads
-    with that count (onnxruntime's `run` may be called from several threads at once). A one-thread session
-    runs in the caller's thread, so the bulk workers' SCHED_IDLE class holds for their passes too.
+    the query worker all cores, each bulk worker one): one runner per thread count, shared by the threads
+    with that count.
     """
 
     def __init__(self, graph: Path) -> None:
         self.graph = graph
-        self._sessions: dict[int, onnxruntime.InferenceSession] = {}
+        self._runners: dict[int, Callable[[dict[str, np.ndarray]], np.ndarray]] = {}
         self._lock = threading.Lock()
-        self._session(torch.get_num_threads())  # fail now, while loading, if the graph does not load
+        self._runner(torch.get_num_threads())  # fail now, while loading, if the graph does not load
 
-    def _session(self, threads: int) -> onnxruntime.InferenceSession:
+    @abstractmethod
+    def _make(self, threads: int) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
+        """What runs the graph on `threads` threads, from any thread."""
+
+    def _runner(self, threads: int) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
         with self._lock:
-            session = self._sessions.get(threads)
-            if session is None:
-                options = onnxruntime.SessionOptions()
-                options.intra_op_num_threads = threads
-                options.inter_op_num_threads = 1
-                options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
-                # Spin between the operations of one pass, not after it: idle spinning would take the
-                # cores that the store's search, waiting for this vector, needs next (as GOMP_SPINCOUNT).
-                options.add_session_config_entry("session.force_spinning_stop", "1")
+            runner = self._runners.get(threads)
+            if runner is None:
                 try:
-                    session = onnxruntime.InferenceSession(
-                        str(self.graph), options, providers=["CPUExecutionProvider"]
-                    )
-                except Exception as exc:  # onnxruntime raises its own untyped errors for a bad file
+                    runner = self._runners[threads] = self._make(threads)
+                except (RuntimeError, OSError, ValueError) as exc:  # the runtimes' errors for a bad file
                     raise FailedPrecondition(
-                        f"onnxruntime could not load {self.graph} ({exc}); delete the file to export it again."
+                        f"{type(self).__name__} could not load {self.graph} ({exc}); delete the file to "
+                        "export it again."
                     ) from exc
-                self._sessions[threads] = session
-            return session
+            return runner
 
     def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        session = self._session(torch.get_num_threads())
         feeds = {"input_ids": input_ids.numpy().astype(np.int64, copy=False),
                  "attention_mask": attention_mask.numpy().astype(np.int64, copy=False)}
-        outputs = session.run([_OUTPUT], feeds)
-        return torch.from_numpy(np.asarray(outputs[0]))
+        return torch.from_numpy(self._runner(torch.get_num_threads())(feeds))
+
+
+class OnnxTokenEmbeddings(_PerThreadCount):
+    """The graph run by onnxruntime. A session's `run` may be called from several threads at once; a
+    one-thread session runs in the caller's thread, so the bulk workers' SCHED_IDLE class holds for their
+    passes too."""
+
+    def _make(self, threads: int) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+        # Spin between the operations of one pass, not after it: idle spinning would take the cores that
+        # the store's search, waiting for this vector, needs next (as GOMP_SPINCOUNT in __init__.py).
+        options.add_session_config_entry("session.force_spinning_stop", "1")
+        try:
+            session = onnxruntime.InferenceSession(str(self.graph), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own untyped errors for a bad file
+            raise RuntimeError(str(exc)) from exc
+
+        def run(feeds: dict[str, np.ndarray]) -> np.ndarray:
+            return np.asarray(session.run([_OUTPUT], feeds)[0])
+
+        return run
+
+
+# OpenVINO's CPU plugin: f32 computes exactly (its default on CPUs with AMX would be bf16); bf16 runs the
+# matrix products on AMX/AVX-512-BF16 where the CPU has them (and in f32 where it has not).
+OPENVINO_PRECISIONS = {"none": "f32", "bf16": "bf16"}
+
+
+class OpenVinoTokenEmbeddings(_PerThreadCount):
+    """The graph compiled by OpenVINO's CPU plugin at `precision` ("none": f32, "bf16"), once per thread
+    count (the compiled kernels cached under the graph's folder, so a restart does not compile again); one
+    infer request per calling thread. OpenVINO runs a pass on its own worker threads, so the bulk lane's
+    SCHED_IDLE class does not reach them: queries run beside an ingest at the scheduler's fair share."""
+
+    def __init__(self, graph: Path, precision: EmbedderQuantize) -> None:
+        if precision not in OPENVINO_PRECISIONS:
+            raise FailedPrecondition(
+                f"EMBEDDER_BACKEND=openvino runs at EMBEDDER_QUANTIZE=none or bf16, not {precision}."
+            )
+        import openvino
+
+        self._core = openvino.Core()
+        self._core.set_property({"CACHE_DIR": str(graph.parent / "openvino-cache")})
+        self._precision = OPENVINO_PRECISIONS[precision]
+        self._local = threading.local()
+        super().__init__(graph)
+
+    def _make(self, threads: int) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
+        compiled = self._core.compile_model(str(self.graph), "CPU", {
+            "INFERENCE_PRECISION_HINT": self._precision,
+            "PERFORMANCE_HINT": "LATENCY",
+            "NUM_STREAMS": 1,
+            "INFERENCE_NUM_THREADS": threads,
+            "ENABLE_CPU_PINNING": False,  # a shared machine: threads go where the scheduler has room
+        })
+        local = self._local
+
+        def run(feeds: dict[str, np.ndarray]) -> np.ndarray:
+            requests = local.__dict__.setdefault("requests", {})
+            request = requests.get(threads)
+            if request is None:
+                request = requests[threads] = compiled.create_infer_request()
+            request.infer(feeds)
+            return np.array(request.get_output_tensor(0).data, dtype=np.float32)  # a copy: the request reuses it
+
+        return run

@@ -70,10 +70,10 @@ def resolve_profile(settings: EmbedderSettings, device: str) -> ModelChoice:
     on_gpu = device.startswith("cuda")
     backend: EmbedderBackend = settings.embedder_backend or ("torch" if on_gpu else profile.backend)
     quantize: EmbedderQuantize = settings.embedder_quantize or ("none" if on_gpu else profile.quantize)
-    if on_gpu and backend == "onnx":
+    if on_gpu and backend != "torch":
         raise FailedPrecondition(
-            "EMBEDDER_BACKEND=onnx runs on the CPU only (the onnxruntime installed here has no CUDA provider); "
-            "on a GPU use EMBEDDER_BACKEND=torch (fp16), or EMBEDDER_DEVICE=cpu."
+            f"EMBEDDER_BACKEND={backend} runs on the CPU only (the onnxruntime and openvino installed here have "
+            "no GPU device); on a GPU use EMBEDDER_BACKEND=torch (fp16), or EMBEDDER_DEVICE=cpu."
         )
     if settings.embedder_model:
         return ModelChoice(name, settings.embedder_model, backend, quantize)

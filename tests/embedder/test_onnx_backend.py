@@ -1,5 +1,5 @@
-"""The onnx backend with the real small model: the vectors torch gives, truncation counted, prefixes applied,
-the export made once and reused, int8 under a name of its own, and the service on it."""
+"""The onnx and openvino backends with the real small model: the vectors torch gives, truncation counted,
+prefixes applied, the export made once and reused, int8 and bf16 under names of their own, the service on it."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from alexandria.clients import decode_vectors
+from alexandria.errors import FailedPrecondition
 from embedder.support import StartEmbedder
 from services.embedder import onnx_backend
 from services.embedder.loading import ModelSource, load_model, model_name, resolve_model_source
@@ -84,6 +85,8 @@ def test_a_model_is_named_apart_wherever_its_vectors_differ() -> None:
     assert model_name(source, "cpu", "onnx", "none") == "all-mpnet-base-v2"
     assert model_name(source, "cpu", "torch", "int8") == "all-mpnet-base-v2+int8"
     assert model_name(source, "cpu", "onnx", "int8") == "all-mpnet-base-v2+onnx-int8"
+    assert model_name(source, "cpu", "openvino", "none") == "all-mpnet-base-v2"
+    assert model_name(source, "cpu", "openvino", "bf16") == "all-mpnet-base-v2+openvino-bf16"
     assert model_name(source, "cuda", "torch", "int8") == "all-mpnet-base-v2"  # not quantised on a GPU
 
 
@@ -109,3 +112,27 @@ async def test_the_service_on_onnx_applies_an_e5_models_prefixes(
         ["query: a walk to Netherfield", "passage: a walk to Netherfield"], normalize_embeddings=True
     )
     np.testing.assert_allclose([query, decode_vectors(response)[0]], expected, atol=1e-5)
+
+
+def test_openvino_runs_the_same_graph_fp32_under_torchs_name_and_bf16_under_its_own(
+    onnx_model: EmbeddingModel, onnx_models_dir: Path, embedding_model: EmbeddingModel
+) -> None:
+    full = embedding_model.encode(TEXTS)
+    fp32 = load_model(resolve_model_source(None), "cpu", 0, "none", "openvino", onnx_models_dir)
+    assert (fp32.name, fp32.backend, fp32.dtype) == (embedding_model.name, "openvino", "float32")
+    np.testing.assert_allclose(fp32.encode(TEXTS).vectors, full.vectors, atol=1e-5)
+    bf16 = load_model(resolve_model_source(None), "cpu", 0, "bf16", "openvino", onnx_models_dir)
+    assert (bf16.name, bf16.dtype) == (f"{embedding_model.name}+openvino-bf16", "bfloat16")
+    reduced = bf16.encode(TEXTS)
+    assert (cosines(reduced.vectors, full.vectors) >= 0.99).all()
+    assert reduced.truncated.tolist() == full.truncated.tolist()
+    with ThreadPoolExecutor(1, initializer=use_torch_threads, initargs=(1,)) as single:
+        narrow = single.submit(bf16.encode, TEXTS).result().vectors
+    assert (cosines(narrow, reduced.vectors) >= 0.999).all()
+
+
+def test_a_precision_a_backend_does_not_have_is_refused(onnx_models_dir: Path) -> None:
+    with pytest.raises(FailedPrecondition, match="openvino"):
+        load_model(resolve_model_source(None), "cpu", 0, "bf16", "onnx", onnx_models_dir)
+    with pytest.raises(FailedPrecondition, match="none or bf16"):
+        load_model(resolve_model_source(None), "cpu", 0, "int8", "openvino", onnx_models_dir)
