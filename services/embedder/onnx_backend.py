@@ -27,6 +27,7 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnxruntime
@@ -234,39 +235,46 @@ OPENVINO_PRECISIONS = {"none": "f32", "bf16": "bf16"}
 
 
 class OpenVinoTokenEmbeddings(_PerThreadCount):
-    """The graph compiled by OpenVINO's CPU plugin at `precision` ("none": f32, "bf16"), once per thread
-    count (the compiled kernels cached under the graph's folder, so a restart does not compile again); one
-    infer request per calling thread. OpenVINO runs a pass on its own worker threads, so the bulk lane's
-    SCHED_IDLE class does not reach them: queries run beside an ingest at the scheduler's fair share."""
+    """The graph compiled by OpenVINO's CPU plugin at `precision` ("none": f32, "bf16"), once per calling
+    thread, on as many threads as torch gives that thread (a second or two a compile).
+
+    Nothing of OpenVINO is shared between threads (a Core, a compiled model and an infer request each), and
+    its compiled-model cache (CACHE_DIR) is not used: with it, two bulk workers' first passes crashed the
+    process (heap corruption, bench/backends.py on all-mpnet-base-v2, OpenVINO 2026.4), without it they run.
+    OpenVINO runs a pass on its own worker threads, so the bulk lane's SCHED_IDLE class does not reach them.
+    """
 
     def __init__(self, graph: Path, precision: EmbedderQuantize) -> None:
         if precision not in OPENVINO_PRECISIONS:
             raise FailedPrecondition(
                 f"EMBEDDER_BACKEND=openvino runs at EMBEDDER_QUANTIZE=none or bf16, not {precision}."
             )
-        import openvino
-
-        self._core = openvino.Core()
-        self._core.set_property({"CACHE_DIR": str(graph.parent / "openvino-cache")})
         self._precision = OPENVINO_PRECISIONS[precision]
         self._local = threading.local()
         super().__init__(graph)
 
+    def _request(self, threads: int) -> Any:
+        """This thread's infer request on its own compiled model."""
+        import openvino
+
+        request = getattr(self._local, "request", None)
+        if request is None or self._local.threads != threads:
+            compiled = openvino.Core().compile_model(str(self.graph), "CPU", {
+                "INFERENCE_PRECISION_HINT": self._precision,
+                "PERFORMANCE_HINT": "LATENCY",
+                "NUM_STREAMS": 1,
+                "INFERENCE_NUM_THREADS": threads,
+                "ENABLE_CPU_PINNING": False,  # a shared machine: threads go where the scheduler has room
+            })
+            request = self._local.request = compiled.create_infer_request()
+            self._local.threads = threads
+        return request
+
     def _make(self, threads: int) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
-        compiled = self._core.compile_model(str(self.graph), "CPU", {
-            "INFERENCE_PRECISION_HINT": self._precision,
-            "PERFORMANCE_HINT": "LATENCY",
-            "NUM_STREAMS": 1,
-            "INFERENCE_NUM_THREADS": threads,
-            "ENABLE_CPU_PINNING": False,  # a shared machine: threads go where the scheduler has room
-        })
-        local = self._local
+        self._request(threads)  # compiles now in the loading thread: a graph that does not compile fails here
 
         def run(feeds: dict[str, np.ndarray]) -> np.ndarray:
-            requests = local.__dict__.setdefault("requests", {})
-            request = requests.get(threads)
-            if request is None:
-                request = requests[threads] = compiled.create_infer_request()
+            request = self._request(threads)
             request.infer(feeds)
             return np.array(request.get_output_tensor(0).data, dtype=np.float32)  # a copy: the request reuses it
 

@@ -25,9 +25,9 @@ def test_the_default_profile_is_todays_model_on_torch() -> None:
 
 
 def test_each_profile_names_a_model_backend_and_precision_on_a_cpu(tmp_path: Path) -> None:
-    assert resolved("cpu", embedder_profile="fast") == ("fast", MINILM_PACKAGE, "onnx", "int8")
+    assert resolved("cpu", embedder_profile="fast") == ("fast", MINILM_PACKAGE, "openvino", "bf16")
     assert resolved("cpu", embedder_profile="best", embedder_models_dir=tmp_path) == (
-        "best", str(tmp_path / MPNET_FOLDER), "onnx", "int8"
+        "best", str(tmp_path / MPNET_FOLDER), "openvino", "bf16"
     )
 
 
@@ -45,22 +45,27 @@ def test_auto_on_a_cpu_is_the_measured_trade_off() -> None:
 
 def test_embedder_model_backend_and_quantize_override_the_profile(monkeypatch: pytest.MonkeyPatch) -> None:
     assert resolved("cpu", embedder_profile="fast", embedder_model="/models/bge-m3") == (
-        "fast", "/models/bge-m3", "onnx", "int8"
+        "fast", "/models/bge-m3", "openvino", "bf16"
     )
     # A GPU node running bge-m3 sets EMBEDDER_MODEL and nothing else.
     assert resolved("cuda", embedder_model="/models/bge-m3") == ("baseline", "/models/bge-m3", "torch", "none")
     assert resolved("cpu", embedder_profile="best", embedder_backend="torch", embedder_quantize="none")[2:] == (
         "torch", "none"
     )
+    assert resolved("cpu", embedder_profile="best", embedder_backend="onnx", embedder_quantize="int8")[2:] == (
+        "onnx", "int8"
+    )
     assert resolved("cpu", embedder_quantize="int8")[2:] == ("torch", "int8")
     monkeypatch.setenv("EMBEDDER_PROFILE", "fast")
     monkeypatch.setenv("EMBEDDER_MODEL", "/models/bge-m3")
-    assert resolved("cpu") == ("fast", "/models/bge-m3", "onnx", "int8")
+    assert resolved("cpu") == ("fast", "/models/bge-m3", "openvino", "bf16")
 
 
 def test_onnx_on_a_gpu_is_refused_naming_what_to_do() -> None:
     with pytest.raises(FailedPrecondition, match="EMBEDDER_BACKEND=torch"):
         resolved("cuda", embedder_backend="onnx")
+    with pytest.raises(FailedPrecondition, match="EMBEDDER_BACKEND=torch"):
+        resolved("cuda", embedder_backend="openvino")
 
 
 def test_a_profile_whose_model_was_not_fetched_names_the_command_that_fetches_it(tmp_path: Path) -> None:
