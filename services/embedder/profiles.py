@@ -9,9 +9,9 @@ instead of a folder path and two switches.
 | `auto`     | `best` on a GPU, AUTO_ON_CPU on a CPU                   |
 
 On a GPU every profile runs torch in fp16: the onnxruntime and openvino installed here run on the CPU
-only. OpenVINO bf16 over onnxruntime int8 (bench/backends.py, 2 cores with AMX): the same query time
-(16 ms for mpnet), 2.4x the passages a second, and vectors closer to fp32's (cosine >= 0.9995 against
-0.998). On a CPU without bf16 units OpenVINO computes in f32, as fast as onnxruntime fp32.
+only. OpenVINO bf16 over onnxruntime int8 (bench/backends.py, 2 cores with AMX): about the same query
+time (15 ms for mpnet), 2.4x the passages a second, and vectors closer to fp32's (cosine >= 0.9995
+against 0.998). On a CPU without bf16 units OpenVINO computes in f32, as fast as onnxruntime fp32.
 EMBEDDER_MODEL, EMBEDDER_BACKEND and EMBEDDER_QUANTIZE each override the profile's choice (a GPU node
 running bge-m3 sets EMBEDDER_MODEL and nothing else). bench/backends.py measured the choices.
 """
@@ -46,7 +46,7 @@ PROFILES: dict[EmbedderProfile, Profile] = {
     "fast": Profile("fast", MINILM_PACKAGE, "openvino", "bf16"),
     "best": Profile("best", MPNET_FOLDER, "openvino", "bf16", fetch=FETCH_MPNET),
 }
-# What `auto` runs on a CPU: fast ingests at 5x best's rate (961 against 180 sentences/s on 2 cores) and
+# What `auto` runs on a CPU: fast ingests at 5x best's rate (920 against 184 sentences/s on 2 cores) and
 # encodes a query in a third of the time; whether best's ranking is worth that is the retrieval bench's
 # to say (README, Profiles).
 AUTO_ON_CPU: EmbedderProfile = "fast"
