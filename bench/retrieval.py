@@ -1,19 +1,22 @@
 """Retrieval quality of alexandria_query: does the passage that answers a question come back, and how high?
 
-    .venv/bin/python bench/retrieval.py [--model PATH_OR_PACKAGE ...] [--no-gateway]
+    .venv/bin/python bench/retrieval.py [--model PATH_OR_PACKAGE ...] [--profile baseline|fast|best ...]
+                                        [--no-gateway]
                                         [--corpus ../shared/corpus] [--scratch bench/out/retrieval]
 
 Questions: bench/retrieval_questions/*.yaml (bench/questions.py says what makes one sound), split by
 book into a tuning half and a check half. Tune on the tuning half only; the check half is the score.
 
-1. For each model (`--model`, repeatable; default: the embedder's default model), the books of the
-   question set are ingested into a scratch embedded store of that model's own, once: the store is
-   kept between runs and only missing books are ingested (the ingest pipeline, default chunking).
+1. For each model (`--model`, repeatable; default: the embedder's default model) under each profile
+   (`--profile`, repeatable: EMBEDDER_PROFILE values; a profile's own model unless --model is given), the
+   books of the question set are ingested into a scratch embedded store of that configuration's own (one
+   for each recorded model name: backend and precision included), once: the store is kept between runs
+   and only missing books are ingested (the ingest pipeline, default chunking).
 2. Every question is asked through the query domain (`services.query.search.Searcher`, no gRPC in
    front; the query vector comes from an in-process embedder server) in each search mode, at the
    tool's default threshold and at threshold 0, with limit QUERY_LIMIT.high. The default limit's results
    are the first QUERY_LIMIT.default of those (the candidate pool does not depend on the limit).
-3. With the default model, every question is then asked again through the gateway, as an MCP client
+3. With the first configuration, every question is then asked again through the gateway, as an MCP client
    would (the stack as `alexandria up` runs it, on the same store; `alexandria_query` with every
    argument at its default): the same figures, and the query's p50 through the gateway.
 
@@ -21,7 +24,8 @@ A question is answered at rank r when the r-th result comes from its book and co
 (case and spacing aside); `empty` counts questions answered with no passage at all.
 The last line is JSON: check.recall@5, check.mrr@10, check.empty, tuning.recall@5 (default model,
 default mode, the tool's defaults, in process), the same under "threshold0", under "gateway" (with
-p50_ms), and every model/mode/threshold row under "rows".
+p50_ms), every model/mode/threshold row under "rows", and each configuration's profile, model and
+query_encode_ms under "profiles".
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 
@@ -52,11 +56,12 @@ from alexandria.book_identity import FileVersion, local_book_key
 from alexandria.clients import EmbedderClient
 from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
 from alexandria.logs import configure_logging
-from alexandria.settings import ClientSettings, EmbedderSettings, StoreSettings
+from alexandria.settings import ClientSettings, EmbedderProfile, EmbedderSettings, StoreSettings
 from alexandria.store import Filter, Store, open_store
 from alexandria.store import schema as f
 from services.embedder import server as embedder_server
-from services.embedder.loading import DEFAULT_MODEL_PACKAGE
+from services.embedder.loading import DEFAULT_MODEL_PACKAGE, name_suffix, resolve_device
+from services.embedder.profiles import require_fetched, resolve_profile
 from services.ingest.documents import ChunkingParams
 from services.ingest.extract import extract_book
 from services.ingest.pipeline import BookIngestor, BookToIngest
@@ -119,9 +124,13 @@ def store_settings(scratch: Path) -> StoreSettings:
 
 
 @asynccontextmanager
-async def embedder_service(scratch: Path, model: str | None = None) -> AsyncIterator[EmbedderClient]:
-    """The real embedder server (`model`, else the default) in this process, on a unix socket in `scratch`."""
-    settings = EmbedderSettings(embedder_listen=f"unix://{scratch.resolve() / 'embedder.sock'}", embedder_model=model)
+async def embedder_service(
+    scratch: Path, model: str | None = None, profile: EmbedderProfile | None = None
+) -> AsyncIterator[EmbedderClient]:
+    """The real embedder server (`model` under `profile`, else the environment's) in this process, on a unix
+    socket in `scratch`."""
+    settings = EmbedderSettings(embedder_listen=f"unix://{scratch.resolve() / 'embedder.sock'}", embedder_model=model,
+                                **({"embedder_profile": profile} if profile else {}))
     server = embedder_server.create_server(settings)
     await server.start()
     client = EmbedderClient(server.address, ClientSettings())
@@ -220,14 +229,37 @@ async def query_encode_ms(embedder: EmbedderClient, questions: Sequence[Question
     return float(np.percentile(np.asarray(seconds) * 1000, 50))
 
 
-def model_slug(model: str | None) -> str:
-    """The scratch folder of a model's store: its EMBEDDER_MODEL value (the default's package when unset)."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(model or DEFAULT_MODEL_PACKAGE).name)
+@dataclass(frozen=True)
+class Configuration:
+    """One embedder configuration to evaluate: EMBEDDER_MODEL and EMBEDDER_PROFILE (None: the environment's)."""
+
+    model: str | None
+    profile: EmbedderProfile | None
+
+    def settings(self) -> EmbedderSettings:
+        return EmbedderSettings(embedder_model=self.model, **({"embedder_profile": self.profile} if self.profile else {}))
+
+    def env(self) -> dict[str, str]:
+        """The same configuration as environment variables, for a stack's processes."""
+        return {**({"EMBEDDER_MODEL": self.model} if self.model else {}),
+                **({"EMBEDDER_PROFILE": self.profile} if self.profile else {})}
+
+
+def model_slug(configuration: Configuration) -> str:
+    """The scratch folder of a configuration's store: its model's folder or package, and the backend and
+    precision when their vectors differ (the suffix of the model name the embedder records)."""
+    settings = configuration.settings()
+    device = resolve_device(settings.embedder_device)
+    choice = resolve_profile(settings, device)
+    require_fetched(choice)
+    suffix = name_suffix(device, choice.backend, choice.quantize)
+    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", Path(choice.model or DEFAULT_MODEL_PACKAGE).name) + suffix
 
 
 @dataclass
 class ModelRun:
     model: str
+    profile: str
     answers: dict[tuple[SearchMode, str], list[Answer]]
     ingest_s: float
     store_bytes: int
@@ -237,13 +269,15 @@ class ModelRun:
     sentences: int           # in the books ingested by this run (0: the store was already there)
 
 
-async def evaluate_model(corpus: Path, scratch: Path, model: str | None, questions: Sequence[Question]) -> ModelRun:
+async def evaluate_model(
+    corpus: Path, scratch: Path, configuration: Configuration, questions: Sequence[Question]
+) -> ModelRun:
     scratch.mkdir(parents=True, exist_ok=True)
     files = sorted({book_file(corpus, q.book) for q in questions})
     store = open_store(store_settings(scratch))
     ingest_s, sentences = 0.0, 0
     try:
-        async with embedder_service(scratch, model) as embedder:
+        async with embedder_service(scratch, configuration.model, configuration.profile) as embedder:
             name = (await embedder.model_info()).name
             missing = [p for p in files if p.name not in ingested_file_names(store, COLLECTION)]
             if missing:
@@ -267,18 +301,23 @@ async def evaluate_model(corpus: Path, scratch: Path, model: str | None, questio
         store.close()
     # Blocks on disk: the engine's files are sparse (their sizes count space never written).
     store_bytes = sum(p.stat().st_blocks * 512 for p in (scratch / "store").rglob("*") if p.is_file())
-    return ModelRun(name, answers, ingest_s, store_bytes, len(files), sum(n > 0 for n in off_topic), encode_ms,
+    profile = resolve_profile(configuration.settings(), resolve_device("auto")).profile
+    return ModelRun(name, profile, answers, ingest_s, store_bytes, len(files), sum(n > 0 for n in off_topic), encode_ms,
                     sentences)
 
 
-async def ask_through_gateway(corpus: Path, scratch: Path, questions: Sequence[Question]) -> tuple[list[Answer], list[float]]:
-    """Every question through a real MCP client and the stack on `scratch`'s store, tool defaults."""
+async def ask_through_gateway(
+    corpus: Path, scratch: Path, questions: Sequence[Question], configuration: Configuration
+) -> tuple[list[Answer], list[float]]:
+    """Every question through a real MCP client and the stack (embedding as `configuration` says) on
+    `scratch`'s store, tool defaults."""
     from mcp import Client
 
     from tests.e2e.stack import start_stack
 
     stack = await asyncio.to_thread(
-        start_stack, scratch, corpus / "calibre-library", corpus / "local-files", {"QDRANT_COLLECTION": COLLECTION}
+        start_stack, scratch, corpus / "calibre-library", corpus / "local-files",
+        {"QDRANT_COLLECTION": COLLECTION, **configuration.env()},
     )
     answers, seconds = [], []
     try:
@@ -302,16 +341,22 @@ async def ask_through_gateway(corpus: Path, scratch: Path, questions: Sequence[Q
     return answers, seconds
 
 
+def row_name(model_run: ModelRun) -> str:
+    """A run's label in the tables: its recorded model name, short (a backend/precision suffix kept)."""
+    base, plus, suffix = model_run.model.partition("+")
+    return f"{base[:18]}{plus}{suffix}"
+
+
 def table(title: str, rows: dict[str, dict[str, Scores]]) -> str:
     """One line per row: recall@k, MRR@10 and empty questions of each half."""
     columns = [f"{split} {name}" for split in SPLITS for name in ("R@1", "R@5", "R@10", "R@20", "MRR", "empty")]
-    lines = [title, f"{'':<34}" + "".join(f"{c:>12}" for c in columns)]
+    lines = [title, f"{'':<44}" + "".join(f"{c:>12}" for c in columns)]
     for label, halves in rows.items():
         cells = []
         for split in SPLITS:
             s = halves[split]
             cells += [f"{s.recall.get(k, float('nan')):.3f}" for k in RECALL_AT] + [f"{s.mrr:.3f}", f"{s.empty}"]
-        lines.append(f"{label:<34}" + "".join(f"{c:>12}" for c in cells))
+        lines.append(f"{label:<44}" + "".join(f"{c:>12}" for c in cells))
     return "\n".join(lines)
 
 
@@ -331,14 +376,14 @@ def summary(halves: dict[str, Scores]) -> dict[str, Any]:
             "tuning.mrr@10": round(halves["tuning"].mrr, 4), "tuning.empty": halves["tuning"].empty}
 
 
-async def run(corpus: Path, scratch: Path, models: Sequence[str | None], gateway: bool) -> dict[str, Any]:
+async def run(corpus: Path, scratch: Path, configurations: Sequence[Configuration], gateway: bool) -> dict[str, Any]:
     questions = load_questions()
-    runs = [await evaluate_model(corpus, scratch / model_slug(m), m, questions) for m in models]
+    runs = [await evaluate_model(corpus, scratch / model_slug(c), c, questions) for c in configurations]
     rows: dict[str, dict[str, Scores]] = {}
     for model_run in runs:
         for (mode, label), answers in model_run.answers.items():
             limit = QUERY_LIMIT.default if label == "default" else QUERY_LIMIT.high
-            rows[f"{model_run.model[:18]} {mode.value} {label}"] = by_split(
+            rows[f"{row_name(model_run)} {mode.value} {label}"] = by_split(
                 [Answer(a.question, a.rank if a.rank is None or a.rank < limit else None, min(a.returned, limit))
                  for a in answers] if label == "default" else answers,
                 limit,
@@ -348,20 +393,26 @@ async def run(corpus: Path, scratch: Path, models: Sequence[str | None], gateway
                 f"{QUERY_THRESHOLD.default}), 'threshold0' = limit {QUERY_LIMIT.high}, threshold 0", rows))
     print(per_book(first.answers[(SearchMode.HYBRID, "threshold0")]))
     for model_run in runs:
-        print(f"{model_run.model}: {model_run.books} books, store {model_run.store_bytes / 1e6:.1f} MB "
+        print(f"{model_run.model} (profile {model_run.profile}): {model_run.books} books, store {model_run.store_bytes / 1e6:.1f} MB "
               f"({model_run.store_bytes / model_run.books / 1e6:.2f} MB a book), query encode p50 "
               f"{model_run.query_encode_ms:.1f} ms, off-topic questions answered at the defaults "
               f"{model_run.off_topic_answered}/{len(OFF_TOPIC)}"
               + (f", ingested in {model_run.ingest_s:.0f} s ({model_run.sentences / model_run.ingest_s:.0f} "
                  "sentences/s)" if model_run.ingest_s else ""))
     result: dict[str, Any] = {
-        **summary(rows[f"{first.model[:18]} hybrid default"]),
-        "threshold0": summary(rows[f"{first.model[:18]} hybrid threshold0"]),
+        **summary(rows[f"{row_name(first)} hybrid default"]),
+        "threshold0": summary(rows[f"{row_name(first)} hybrid threshold0"]),
+        "profile": first.profile,
+        "query_encode_ms": round(first.query_encode_ms, 2),
+        "profiles": [{"profile": r.profile, "model": r.model, "query_encode_ms": round(r.query_encode_ms, 2)}
+                     for r in runs],
         "off_topic_answered": first.off_topic_answered,
         "rows": {label: {split: s.as_dict() for split, s in halves.items()} for label, halves in rows.items()},
     }
     if gateway:
-        answers, seconds = await ask_through_gateway(corpus, scratch / model_slug(models[0]), questions)
+        answers, seconds = await ask_through_gateway(
+            corpus, scratch / model_slug(configurations[0]), questions, configurations[0]
+        )
         through = by_split(answers, QUERY_LIMIT.default)
         p50 = float(np.percentile(np.asarray(seconds) * 1000, 50))
         print(table(f"through the gateway (MCP client, tool defaults): p50 {p50:.1f} ms", {"gateway": through}))
@@ -374,12 +425,16 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--scratch", type=Path, default=DEFAULT_SCRATCH, help="kept between runs")
     parser.add_argument("--model", action="append", help="EMBEDDER_MODEL values to compare (default: the default)")
+    parser.add_argument("--profile", action="append", choices=get_args(EmbedderProfile),
+                        help="EMBEDDER_PROFILE values to compare (default: EMBEDDER_PROFILE, else baseline)")
     parser.add_argument("--no-gateway", action="store_true", help="skip the pass through the MCP gateway")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     configure_logging("bench.retrieval", "WARNING")
     log.setLevel(logging.INFO)
-    result = asyncio.run(run(args.corpus, args.scratch.resolve(), args.model or [None], not args.no_gateway))
+    configurations = [Configuration(model, profile) for profile in args.profile or [None]
+                      for model in args.model or [None]]
+    result = asyncio.run(run(args.corpus, args.scratch.resolve(), configurations, not args.no_gateway))
     print(json.dumps(result))
 
 

