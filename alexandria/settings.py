@@ -100,7 +100,7 @@ EmbedderProfile = Literal["baseline", "fast", "best", "auto"]
 class EmbedderSettings(_Env):
     embedder_listen: str = "127.0.0.1:50052"
     embedder_profile: EmbedderProfile = Field(
-        "baseline", description="Model, backend and precision by name; EMBEDDER_MODEL, EMBEDDER_BACKEND and "
+        "auto", description="Model, backend and precision by name; EMBEDDER_MODEL, EMBEDDER_BACKEND and "
         "EMBEDDER_QUANTIZE each override the profile's."
     )
     embedder_model: str | None = Field(None, description="Model path or name; default: the profile's model.")

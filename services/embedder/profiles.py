@@ -6,7 +6,7 @@ instead of a folder path and two switches.
 | `baseline` | all-MiniLM-L6-v2   | torch, fp32         | torch, fp16  |
 | `fast`     | all-MiniLM-L6-v2   | openvino, bf16      | torch, fp16  |
 | `best`     | all-mpnet-base-v2  | openvino, bf16      | torch, fp16  |
-| `auto`     | `best` on a GPU, AUTO_ON_CPU on a CPU                   |
+| `auto`     | the default: `best` on a GPU, AUTO_ON_CPU on a CPU      |
 
 On a GPU every profile runs torch in fp16: the onnxruntime and openvino installed here run on the CPU
 only. OpenVINO bf16 over onnxruntime int8 (bench/backends.py, 2 cores with AMX): about the same query
@@ -46,9 +46,9 @@ PROFILES: dict[EmbedderProfile, Profile] = {
     "fast": Profile("fast", MINILM_PACKAGE, "openvino", "bf16"),
     "best": Profile("best", MPNET_FOLDER, "openvino", "bf16", fetch=FETCH_MPNET),
 }
-# What `auto` runs on a CPU: fast ingests at 5x best's rate (920 against 184 sentences/s on 2 cores) and
-# encodes a query in a third of the time; whether best's ranking is worth that is the retrieval bench's
-# to say (README, Profiles).
+# What `auto` runs on a CPU. bench/retrieval.py (2 cores, check half, recall@5 / MRR@10): fast 0.615 / 0.458,
+# best 0.656 / 0.514; but best ingested the 13 books in 1,230 s against fast's 125 s (its windows are 384 tokens)
+# and encodes a query in 15 ms against 5: a library of thousands of books on a CPU wants fast.
 AUTO_ON_CPU: EmbedderProfile = "fast"
 AUTO_ON_GPU: EmbedderProfile = "best"
 
@@ -68,10 +68,13 @@ class ModelChoice:
 def resolve_profile(settings: EmbedderSettings, device: str) -> ModelChoice:
     """The model, backend and precision that `settings` choose on `device` ("cpu" or "cuda")."""
     name = settings.embedder_profile
-    if name == "auto":
-        name = AUTO_ON_GPU if device.startswith("cuda") else AUTO_ON_CPU
-    profile = PROFILES[name]
     on_gpu = device.startswith("cuda")
+    if name == "auto":
+        # auto picks among measured profiles when nothing else is named; a model, backend or precision named
+        # under it starts from baseline, as before profiles (EMBEDDER_MODEL=/models/bge-m3 runs on torch).
+        overridden = settings.embedder_model or settings.embedder_backend or settings.embedder_quantize
+        name = "baseline" if overridden else AUTO_ON_GPU if on_gpu else AUTO_ON_CPU
+    profile = PROFILES[name]
     backend: EmbedderBackend = settings.embedder_backend or ("torch" if on_gpu else profile.backend)
     quantize: EmbedderQuantize = settings.embedder_quantize or ("none" if on_gpu else profile.quantize)
     if on_gpu and backend != "torch":

@@ -20,8 +20,9 @@ def resolved(device: str, **settings: object) -> tuple[str, str, str, str]:
     return choice.profile, choice.model, choice.backend, choice.quantize
 
 
-def test_the_default_profile_is_todays_model_on_torch() -> None:
-    assert resolved("cpu") == ("baseline", MINILM_PACKAGE, "torch", "none")
+def test_the_default_profile_is_auto_fast_on_a_cpu_and_best_on_a_gpu() -> None:
+    assert resolved("cpu") == ("fast", MINILM_PACKAGE, "openvino", "bf16")
+    assert resolved("cuda")[:3] == ("best", f"var/models/{MPNET_FOLDER}", "torch")
 
 
 def test_each_profile_names_a_model_backend_and_precision_on_a_cpu(tmp_path: Path) -> None:
@@ -41,6 +42,13 @@ def test_on_a_gpu_every_profile_runs_torch_and_auto_is_best() -> None:
 def test_auto_on_a_cpu_is_the_measured_trade_off() -> None:
     assert resolved("cpu", embedder_profile="auto")[0] == AUTO_ON_CPU
     assert resolved("cpu", embedder_profile="auto")[2:] == (PROFILES[AUTO_ON_CPU].backend, PROFILES[AUTO_ON_CPU].quantize)
+
+
+def test_a_model_named_under_the_default_profile_runs_on_torch_as_before() -> None:
+    assert EmbedderSettings().embedder_profile == "auto"
+    assert resolved("cpu", embedder_model="/models/bge-m3") == ("baseline", "/models/bge-m3", "torch", "none")
+    assert resolved("cuda", embedder_model="/models/bge-m3") == ("baseline", "/models/bge-m3", "torch", "none")
+    assert resolved("cpu", embedder_model="/models/bge-m3", embedder_backend="onnx")[2] == "onnx"
 
 
 def test_embedder_model_backend_and_quantize_override_the_profile(monkeypatch: pytest.MonkeyPatch) -> None:
