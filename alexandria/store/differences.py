@@ -75,3 +75,10 @@ FIRST_SWAP = Difference(
     "Qdrant lets no alias share a collection's name, and cannot delete a collection and create an alias in one "
     "call; the embedded store's alias map is its own, so it swaps at once every time.",
 )
+LAYOUT = Difference(
+    frozenset({Engine.LOCAL}),
+    "A collection records its layout (CollectionLayout: quantisation, vectors on disk, HNSW) but is searched "
+    "exactly, every vector in full precision; a cluster's settings and the WAL's are not recorded.",
+    "local mode is qdrant-client's pure-Python engine: it keeps no index, no quantised copies and no "
+    "write-ahead log, and ignores create_collection's arguments beyond the vectors and the metadata.",
+)
