@@ -48,8 +48,9 @@ TIE_ORDER = Difference(
 OPTIMIZE = Difference(
     frozenset({Engine.SERVER, Engine.LOCAL}),
     "optimize() does nothing.",
-    "a Qdrant server indexes in the background by itself, and local mode never indexes; the embedded "
-    "engine indexes only when asked (embedded.py's optimize policy).",
+    "a Qdrant server indexes and flushes in the background by itself, and local mode never indexes; the "
+    "embedded engine indexes, and flushes so that its write-ahead log can shrink, only when asked "
+    "(embedded.py's optimize policy and its write-ahead log).",
 )
 STATUS = Difference(
     frozenset({Engine.EMBEDDED, Engine.LOCAL}),

@@ -36,6 +36,13 @@ its duration. So the policy is to keep each optimize small and most of them empt
 One optimize runs at a time; a caller arriving meanwhile waits, then usually finds
 nothing left to do. Queries never need optimize to be correct, only to be fast.
 
+The write-ahead log. qdrant-edge writes every update to its WAL, in segments of a fixed 32 MB (not
+configurable in qdrant-edge 0.9), and drops a segment only once a flush has written its updates
+into the shard's segments; nothing flushes by itself while the shard is open. So optimize(), which
+ingest calls after each book, ends with a flush: measured writing books of 300 passages through this
+adapter, the WAL held 90 MB (real blocks) after 12 books and grew 7.5 MB a book without it, and stayed
+between 30 and 64 MB with it (one closed segment kept, the open one filling).
+
 Status is always "green": optimize() is synchronous and holds the process while it runs,
 so no caller in this process can observe a collection mid-optimisation.
 """
@@ -264,12 +271,14 @@ class EmbeddedStore(Store):
         return matching
 
     def optimize(self, collection: str) -> None:
-        """Index and merge segments now; blocks, and pauses the process's Python threads (module docstring)."""
+        """Index and merge segments now, then flush them so that the WAL can drop what they hold; blocks, and
+        pauses the process's Python threads (module docstring)."""
         shard = self._shard(collection)
         with self._optimize_lock:
             started = time.perf_counter()
             if shard.optimize():
                 log.info("optimized %s in %.2f s", collection, time.perf_counter() - started)
+            shard.flush()
 
     # reads
 

@@ -235,7 +235,8 @@ class Store(Protocol):
         naming it; False when there was none."""
 
     def optimize(self, collection: str) -> None:
-        """Build indexes now (embedded: HNSW; server: no-op, the server optimises by itself)."""
+        """Build indexes now and persist them (embedded: HNSW, then a flush that lets the write-ahead log drop what
+        the segments hold; server: no-op, the server optimises and flushes by itself)."""
 
     def close(self) -> None: ...
 
