@@ -3,7 +3,8 @@
 Layout: one EdgeShard per collection in `<root>/<collection>/`, and beside it
 `<root>/<collection>.json` holding what a shard cannot: the dense vector size and the
 collection metadata (which model made the vectors), written atomically right after the
-shard is created.
+shard is created. New shards are laid out as the settings say (model.CollectionLayout); a shard
+keeps its layout, which qdrant-edge records in its own `edge_config.json`.
 
 Aliases, which qdrant-edge has not: `<root>/aliases.json` maps a name users give to the
 collection it names (a reindex builds a new collection and then points the user's name at it).

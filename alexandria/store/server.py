@@ -6,6 +6,10 @@ on the author, lowercased and accent-folded), and the model that made the vector
 collection's own metadata (`metadata=` on create_collection, Qdrant 1.16+). Hybrid
 search is one `query_points` call: a dense and a sparse prefetch fused with RRF.
 
+New collections are laid out as the settings say (model.CollectionLayout: quantisation, vectors and
+payloads on disk, HNSW, set per vector so that local mode records them too), and spread over a cluster
+with the shard, replication and write-consistency settings and the WAL's segment size when those are set.
+
 Local mode (`QDRANT_LOCAL_PATH`) differs by design as differences.py lists: no payload
 indexes (none are requested there), no accent folding in text filters, and its folder is
 locked like the embedded store's, so a second opener fails.
