@@ -44,6 +44,11 @@ class StackSettings(_Env):
     query_addr: str | None = None
 
 
+# Copies of the dense vectors searched in their place (the originals rescore the best): int8 scalar
+# quantisation (a byte a float), or binary (a bit a float).
+VectorQuantization = Literal["none", "int8", "binary"]
+
+
 class StoreSettings(_Env):
     """Which Qdrant: a server when QDRANT_HOST, QDRANT_URL or QDRANT_LOCAL_PATH is set, else embedded."""
 
@@ -59,6 +64,32 @@ class StoreSettings(_Env):
     # use. qdrant-edge's own default started 8 on a 2-CPU machine, and those 8 spent 7-8 ms of CPU
     # on a search that 2 threads do in 5 (bench/query.py's collection), taking cores from the rest.
     embedded_search_threads: int = Field(0, ge=0)
+    # How a new collection stores its dense vectors, on both backends; a collection keeps the layout it was
+    # made with (`alexandria reindex` rebuilds it under the current one). Quantised vectors are searched
+    # in RAM and their best `oversampling` x limit candidates rescored with the originals.
+    qdrant_quantization: VectorQuantization = Field(
+        "none", description="none, int8 (scalar, 4x smaller) or binary (32x smaller) copies of the dense vectors."
+    )
+    qdrant_quantization_oversampling: float = Field(2.0, ge=1.0, le=16.0)
+    # Original vectors (dense and windows) and payloads read through mmap instead of held in RAM.
+    qdrant_on_disk: bool = False
+    # Qdrant's own defaults: edges per node, and candidates while building the dense vectors' graph.
+    qdrant_hnsw_m: int = Field(16, ge=4, le=128)
+    qdrant_hnsw_ef_construct: int = Field(100, ge=4, le=1000)
+    # A Qdrant server's only (the embedded engine's segments are fixed at 32 MB): each write-ahead log
+    # segment's size; unset: the server's (32 MB).
+    qdrant_wal_capacity_mb: int | None = Field(None, ge=1)
+    # A Qdrant server's only (a cluster's): unset, the server's defaults (1, 1, 1).
+    qdrant_shard_number: int | None = Field(None, ge=1)
+    qdrant_replication_factor: int | None = Field(None, ge=1)
+    qdrant_write_consistency_factor: int | None = Field(None, ge=1)
+
+    @property
+    def server_only_settings(self) -> dict[str, int]:
+        """The settings set that only a Qdrant server applies, by variable name."""
+        fields = ("qdrant_wal_capacity_mb", "qdrant_shard_number", "qdrant_replication_factor",
+                  "qdrant_write_consistency_factor")
+        return {name.upper(): value for name in fields if (value := getattr(self, name)) is not None}
 
     @property
     def search_threads(self) -> int:

@@ -84,6 +84,14 @@ async def when_ready(name: str, address: str, timeout: float) -> None:
         ) from None
 
 
+def storage_line(stats: query_pb2.CollectionStats) -> str:
+    """How the collection keeps its vectors and what it takes on disk, as `alexandria status` says it."""
+    vectors = "vectors quantised " + stats.quantization if stats.quantization != "none" else "vectors not quantised"
+    if not stats.HasField("disk_bytes"):
+        return f"{vectors}; size on disk not known (a Qdrant server does not tell it)"
+    return f"{vectors}; {stats.disk_bytes / 1e6:.1f} MB on disk, {stats.wal_bytes / 1e6:.1f} MB of it write-ahead log"
+
+
 async def cmd_status(layout: StackLayout, settings: ClientSettings) -> int:
     healthy = True
     for name, address in layout.addresses().items():
@@ -97,6 +105,8 @@ async def cmd_status(layout: StackLayout, settings: ClientSettings) -> int:
         stats = await query.call("GetCollectionStats", query_pb2.GetCollectionStatsRequest())
         print(f"collection {stats.collection_name}: {stats.points_count} points, {stats.books} books, "
               f"{stats.backend} store, status {stats.status}")
+        if stats.quantization:
+            print(f"           {storage_line(stats)}")
         await query.close()
     return 0 if healthy else 1
 

@@ -13,7 +13,8 @@ import pytest
 
 from alexandria.errors import Unavailable
 from alexandria.grpc_server import ServiceServer, build_server
-from alexandria_stack.cli import when_ready
+from alexandria.v1 import query_pb2
+from alexandria_stack.cli import storage_line, when_ready
 
 
 @pytest.fixture
@@ -56,3 +57,10 @@ def test_up_beyond_loopback_without_tokens_is_refused_in_one_line_before_anythin
                """(e.g. '{"<secret>": ["read", "ingest"]}') or bind GATEWAY_HOST=127.0.0.1.""")
     assert done.stderr.strip().splitlines() == [refusal]
     assert not (tmp_path / "var" / "run").exists(), "nothing was started before the refusal"
+
+
+def test_status_says_how_the_collection_keeps_its_vectors_and_what_it_takes_on_disk() -> None:
+    embedded = query_pb2.CollectionStats(quantization="int8", disk_bytes=72_400_000, wal_bytes=8_100_000)
+    assert storage_line(embedded) == "vectors quantised int8; 72.4 MB on disk, 8.1 MB of it write-ahead log"
+    server = query_pb2.CollectionStats(quantization="none")
+    assert storage_line(server) == "vectors not quantised; size on disk not known (a Qdrant server does not tell it)"

@@ -21,7 +21,7 @@ def test_every_service_command_names_a_real_module() -> None:
 
     services = _compose()["services"]
     for name, spec in services.items():
-        if name == "qdrant":
+        if name.startswith("qdrant"):
             continue
         command = spec["command"]
         assert command[:2] == ["python", "-m"], name
@@ -50,7 +50,7 @@ def test_settings_named_in_compose_exist() -> None:
                 settings.IngestSettings, settings.QuerySettings, settings.GatewaySettings):
         known |= {f.upper() for f in cls.model_fields}
     for name, spec in _compose()["services"].items():
-        if name == "qdrant":
+        if name.startswith("qdrant"):
             continue
         for var in spec["environment"]:
             assert var in known, f"{name}: {var} is no setting"
@@ -62,3 +62,35 @@ def test_every_service_restarts_after_a_crash_and_the_gateway_may_finish_its_cal
         assert spec.get("restart") in ("unless-stopped", "always", "on-failure"), name
     grace = services["gateway"]["stop_grace_period"]
     assert grace.endswith("s") and int(grace[:-1]) > GatewaySettings().gateway_shutdown_grace_s
+
+
+def test_the_cluster_profile_runs_three_qdrant_nodes_joining_the_first() -> None:
+    services = _compose()["services"]
+    nodes = {name: spec for name, spec in services.items() if "cluster" in spec.get("profiles", [])}
+    assert sorted(nodes) == ["qdrant-node-1", "qdrant-node-2", "qdrant-node-3"]
+    assert "profiles" not in services["qdrant"], "the single node runs without a profile, as before"
+    volumes = _compose()["volumes"]
+    for name, spec in nodes.items():
+        assert spec["image"] == services["qdrant"]["image"] and spec["healthcheck"] == services["qdrant"]["healthcheck"]
+        assert spec["environment"]["QDRANT__CLUSTER__ENABLED"] == "true"
+        command = spec["command"]
+        assert command[0] == "./qdrant" and command[command.index("--uri") + 1] == f"http://{name}:6335"
+        (volume,) = spec["volumes"]
+        assert volume == f"{name}:/qdrant/storage" and name in volumes  # a storage of its own
+    assert "--bootstrap" not in nodes["qdrant-node-1"]["command"]
+    for name in ("qdrant-node-2", "qdrant-node-3"):
+        command = nodes[name]["command"]
+        assert command[command.index("--bootstrap") + 1] == "http://qdrant-node-1:6335"
+        assert nodes[name]["depends_on"] == {"qdrant-node-1": {"condition": "service_healthy"}}
+
+
+def test_the_services_take_the_cluster_and_the_layout_from_the_shell() -> None:
+    services = _compose()["services"]
+    passed_through = {"QDRANT_SHARD_NUMBER", "QDRANT_REPLICATION_FACTOR", "QDRANT_WRITE_CONSISTENCY_FACTOR",
+                      "QDRANT_QUANTIZATION", "QDRANT_ON_DISK"}
+    for name in ("catalog", "ingest", "query"):
+        environment = services[name]["environment"]
+        assert environment["QDRANT_HOST"] == "${QDRANT_HOST:-qdrant}"  # qdrant-node-1 for the cluster
+        # No value: the shell's when it sets one, else unset (the settings' defaults), never an empty string.
+        assert all(environment[variable] is None for variable in passed_through), name
+    assert services["embedder"]["deploy"]["replicas"] == "${EMBEDDER_REPLICAS:-1}"

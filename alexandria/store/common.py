@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import stat
+from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
@@ -66,3 +68,17 @@ def check_dimension(info: CollectionInfo, dimension: int, metadata: dict[str, An
     if info.vector_size != dimension:
         CollectionModel.of(info).check(info.name, metadata.get(MODEL), dimension)
     return info
+
+
+def disk_usage(path: Path) -> int:
+    """The bytes `path` (a file, or a folder and everything under it) takes on disk: its blocks, not its
+    files' sizes, since both engines make files of a set size and fill them as they go (sparse files)."""
+    total = 0
+    for entry in [path] if path.is_file() else path.rglob("*"):
+        try:
+            status = entry.stat()
+        except FileNotFoundError:  # removed meanwhile: the engine merges and drops segments as it goes
+            continue
+        if stat.S_ISREG(status.st_mode):
+            total += status.st_blocks * 512
+    return total

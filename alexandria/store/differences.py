@@ -48,8 +48,9 @@ TIE_ORDER = Difference(
 OPTIMIZE = Difference(
     frozenset({Engine.SERVER, Engine.LOCAL}),
     "optimize() does nothing.",
-    "a Qdrant server indexes in the background by itself, and local mode never indexes; the embedded "
-    "engine indexes only when asked (embedded.py's optimize policy).",
+    "a Qdrant server indexes and flushes in the background by itself, and local mode never indexes; the "
+    "embedded engine indexes, and flushes so that its write-ahead log can shrink, only when asked "
+    "(embedded.py's optimize policy and its write-ahead log).",
 )
 STATUS = Difference(
     frozenset({Engine.EMBEDDED, Engine.LOCAL}),
@@ -74,4 +75,11 @@ FIRST_SWAP = Difference(
     "takes its name: between the two calls a search finds no collection (later swaps move the alias at once).",
     "Qdrant lets no alias share a collection's name, and cannot delete a collection and create an alias in one "
     "call; the embedded store's alias map is its own, so it swaps at once every time.",
+)
+LAYOUT = Difference(
+    frozenset({Engine.LOCAL}),
+    "A collection records its layout (CollectionLayout: quantisation, vectors on disk, HNSW) but is searched "
+    "exactly, every vector in full precision; a cluster's settings and the WAL's are not recorded.",
+    "local mode is qdrant-client's pure-Python engine: it keeps no index, no quantised copies and no "
+    "write-ahead log, and ignores create_collection's arguments beyond the vectors and the metadata.",
 )

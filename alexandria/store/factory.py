@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from alexandria.errors import FailedPrecondition
 from alexandria.settings import StoreSettings
-from alexandria.store.model import Store
+from alexandria.store.model import CollectionLayout, Store
 
 
 def open_store(settings: StoreSettings) -> Store:
@@ -14,6 +15,12 @@ def open_store(settings: StoreSettings) -> Store:
         from alexandria.store.server import ServerStore
 
         return ServerStore.connect(settings)
+    if server_only := settings.server_only_settings:
+        raise FailedPrecondition(
+            f"{', '.join(server_only)} shape a Qdrant server's collections, but no server is configured: the "
+            "embedded store keeps each collection in one shard of this process, with a write-ahead log of its "
+            "own. Set QDRANT_URL (or QDRANT_HOST) to use a server or cluster, or unset them."
+        )
     from alexandria.store.embedded import EmbeddedStore
 
-    return EmbeddedStore.open(settings.embedded_path, settings.search_threads)
+    return EmbeddedStore.open(settings.embedded_path, settings.search_threads, CollectionLayout.of(settings))

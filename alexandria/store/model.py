@@ -11,6 +11,7 @@ from typing import Any, ParamSpec, Protocol, TypeVar
 import numpy as np
 
 from alexandria.errors import InvalidArgument
+from alexandria.settings import StoreSettings, VectorQuantization
 from alexandria.store import schema
 
 P = ParamSpec("P")
@@ -130,6 +131,35 @@ class CollectionInfo:
     metadata: dict[str, Any]  # e.g. the model that made the vectors
 
 
+@dataclass(frozen=True)
+class CollectionLayout:
+    """How the collections a store creates keep their vectors (StoreSettings' QDRANT_* storage fields).
+
+    The dense vectors are the only ones searched over the whole collection, so only they are quantised and
+    indexed by HNSW; the windows are read for a search's candidates alone (no index, never quantised).
+    """
+
+    quantization: VectorQuantization = "none"
+    oversampling: float = 2.0  # quantised candidates searched per result, then rescored with the originals
+    on_disk: bool = False  # original vectors and payloads read through mmap instead of held in RAM
+    hnsw_m: int = 16
+    hnsw_ef_construct: int = 100
+
+    @classmethod
+    def of(cls, settings: StoreSettings) -> CollectionLayout:
+        return cls(settings.qdrant_quantization, settings.qdrant_quantization_oversampling, settings.qdrant_on_disk,
+                   settings.qdrant_hnsw_m, settings.qdrant_hnsw_ef_construct)
+
+
+@dataclass(frozen=True)
+class CollectionStorage:
+    """What a collection takes on disk, and how its dense vectors are kept (for statistics)."""
+
+    quantization: str  # of the collection's dense vectors, as it was made: none, int8, binary (product)
+    disk_bytes: int | None  # bytes the collection's files take on disk (blocks, not sizes); None: unknown
+    wal_bytes: int | None  # the part of disk_bytes in its write-ahead log; None: unknown
+
+
 class Store(Protocol):
     """Every operation Alexandria needs from Qdrant. All methods are blocking: callers run them in a
     thread, or through `call_store` on a hot path."""
@@ -188,6 +218,9 @@ class Store(Protocol):
         BM25 score (with the collection's IDF) for SPARSE and a sparse `vector`. Points without that
         vector, or with no score (no query word, for SPARSE), are left out."""
 
+    def collection_storage(self, collection: str) -> CollectionStorage:
+        """How the collection keeps its vectors and what it takes on disk; NotFound when it does not exist."""
+
     def collection_target(self, collection: str) -> str:
         """The collection's own name behind `collection`: the one it names as an alias, else itself. Every
         other method given an alias reaches that collection."""
@@ -202,7 +235,8 @@ class Store(Protocol):
         naming it; False when there was none."""
 
     def optimize(self, collection: str) -> None:
-        """Build indexes now (embedded: HNSW; server: no-op, the server optimises by itself)."""
+        """Build indexes now and persist them (embedded: HNSW, then a flush that lets the write-ahead log drop what
+        the segments hold; server: no-op, the server optimises and flushes by itself)."""
 
     def close(self) -> None: ...
 

@@ -6,6 +6,10 @@ on the author, lowercased and accent-folded), and the model that made the vector
 collection's own metadata (`metadata=` on create_collection, Qdrant 1.16+). Hybrid
 search is one `query_points` call: a dense and a sparse prefetch fused with RRF.
 
+New collections are laid out as the settings say (model.CollectionLayout: quantisation, vectors and
+payloads on disk, HNSW, set per vector so that local mode records them too), and spread over a cluster
+with the shard, replication and write-consistency settings and the WAL's segment size when those are set.
+
 Local mode (`QDRANT_LOCAL_PATH`) differs by design as differences.py lists: no payload
 indexes (none are requested there), no accent folding in text filters, and its folder is
 locked like the embedded store's, so a second opener fails.
@@ -28,6 +32,7 @@ import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,13 +40,14 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from alexandria.errors import AlreadyExists, FailedPrecondition, PermissionDenied, Unavailable
-from alexandria.settings import StoreSettings
+from alexandria.settings import StoreSettings, VectorQuantization
 from alexandria.store import schema
 from alexandria.store.common import (
     check_dimension,
     collection_not_found,
     dense_from,
     dense_list,
+    disk_usage,
     lexical_terms,
     multivector_list,
     store_closed,
@@ -54,6 +60,8 @@ from alexandria.store.model import (
     SPARSE,
     WINDOWS,
     CollectionInfo,
+    CollectionLayout,
+    CollectionStorage,
     Filter,
     Hit,
     PointRecord,
@@ -69,6 +77,15 @@ log = logging.getLogger(__name__)
 _TEXT_INDEX = models.TextIndexParams(
     type=models.TextIndexType.TEXT, tokenizer=models.TokenizerType.WORD, lowercase=True, ascii_folding=True
 )
+# always_ram: the quantised copies stay in RAM, where the search over all of them runs; the 0.99 quantile
+# bounds the int8 range, so a few outlying components do not coarsen all the others.
+_QUANTIZATION: dict[VectorQuantization, models.QuantizationConfig | None] = {
+    "none": None,
+    "int8": models.ScalarQuantization(
+        scalar=models.ScalarQuantizationConfig(type=models.ScalarType.INT8, quantile=0.99, always_ram=True)
+    ),
+    "binary": models.BinaryQuantization(binary=models.BinaryQuantizationConfig(always_ram=True)),
+}
 
 
 class ServerStore(Store):
@@ -77,10 +94,29 @@ class ServerStore(Store):
     backend = "server"
     holds_gil = False
 
-    def __init__(self, client: QdrantClient, location: str, builds_indexes: bool) -> None:
+    def __init__(
+        self,
+        client: QdrantClient,
+        location: str,
+        builds_indexes: bool,
+        layout: CollectionLayout | None = None,
+        collection_options: dict[str, Any] | None = None,
+        local_path: Path | None = None,
+    ) -> None:
+        """`collection_options`: more keyword arguments of every create_collection (a cluster's, the WAL's);
+        `local_path`: local mode's folder, whose files tell what a collection takes on disk."""
         self._client = client
         self._location = location
         self._builds_indexes = builds_indexes
+        self._layout = layout or CollectionLayout()
+        self._collection_options = collection_options or {}
+        self._local_path = local_path
+        # Rescoring asked for on every dense search: a collection keeps the quantisation it was made with,
+        # whatever this process's settings, and an unquantised one ignores it. Local mode searches every
+        # vector exactly and warns about search parameters (differences.LAYOUT).
+        self._dense_search = models.SearchParams(
+            quantization=models.QuantizationSearchParams(rescore=True, oversampling=self._layout.oversampling)
+        ) if builds_indexes else None
         self._known_collections: set[str] = set()
         self._closed = False
         # Local mode cannot take two creates at once, and a creator waiting here must find the first one's.
@@ -90,6 +126,8 @@ class ServerStore(Store):
     def connect(cls, settings: StoreSettings) -> ServerStore:
         """A client for the configured server (QDRANT_URL, else QDRANT_HOST) or local mode (QDRANT_LOCAL_PATH)."""
         api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
+        layout = CollectionLayout.of(settings)
+        options = _collection_options(settings)
         if settings.qdrant_local_path is not None:
             location = f"qdrant-client local mode at {settings.qdrant_local_path}"
             try:
@@ -99,14 +137,14 @@ class ServerStore(Store):
                     f"Another process holds the store at {settings.qdrant_local_path}; stop it, "
                     "or use a Qdrant server (QDRANT_URL) to share one store between processes."
                 ) from exc
-            return cls(client, location, builds_indexes=False)
+            return cls(client, location, False, layout, options, local_path=settings.qdrant_local_path)
         if settings.qdrant_url:
             client = QdrantClient(url=settings.qdrant_url, api_key=api_key, check_compatibility=False)
-            return cls(client, f"Qdrant at {settings.qdrant_url}", builds_indexes=True)
+            return cls(client, f"Qdrant at {settings.qdrant_url}", True, layout, options)
         client = QdrantClient(
             host=settings.qdrant_host, port=settings.qdrant_port, api_key=api_key, check_compatibility=False
         )
-        return cls(client, f"Qdrant at {settings.qdrant_host}:{settings.qdrant_port}", builds_indexes=True)
+        return cls(client, f"Qdrant at {settings.qdrant_host}:{settings.qdrant_port}", True, layout, options)
 
     # collections
 
@@ -148,6 +186,22 @@ class ServerStore(Store):
                     self._client.create_payload_index(collection, field_name, index, wait=True)
         self._known_collections.add(collection)
         return info
+
+    def collection_storage(self, collection: str) -> CollectionStorage:
+        """The quantisation of the collection's dense vectors, as the engine holds it; its bytes on disk in
+        local mode (a server tells no collection's size through its API: None)."""
+        target = self.collection_target(self._require(collection))
+        with self._errors(collection):
+            config = self._client.get_collection(target).config
+        vectors = config.params.vectors
+        dense = vectors.get(DENSE) if isinstance(vectors, dict) else None
+        quantization = _quantization_of((dense.quantization_config if dense else None) or config.quantization_config)
+        if self._local_path is None:
+            return CollectionStorage(quantization, disk_bytes=None, wal_bytes=None)
+        # Local mode keeps a collection in one SQLite file and no write-ahead log of its own.
+        return CollectionStorage(
+            quantization, disk_bytes=disk_usage(self._local_path / "collection" / target), wal_bytes=0
+        )
 
     def collection_target(self, collection: str) -> str:
         """The collection's own name behind `collection` (itself when it is no alias)."""
@@ -266,7 +320,9 @@ class ServerStore(Store):
 
     def query_dense(self, collection: str, vector: np.ndarray, where: Filter | None, limit: int) -> list[Hit]:
         """Nearest points by cosine similarity of the dense vectors."""
-        return self._query(collection, where, limit, query=dense_list(vector), using=DENSE)
+        return self._query(
+            collection, where, limit, query=dense_list(vector), using=DENSE, search_params=self._dense_search
+        )
 
     def query_sparse(self, collection: str, vector: SparseVector, where: Filter | None, limit: int) -> list[Hit]:
         """Best points by lexical (BM25 with the collection's IDF) score; none for an empty vector."""
@@ -283,7 +339,7 @@ class ServerStore(Store):
     ) -> list[Hit]:
         """One engine query: dense and sparse prefetches (filtered alike) fused with RRF."""
         prefetch = [
-            models.Prefetch(query=dense_list(dense), using=DENSE, limit=prefetch_limit),
+            models.Prefetch(query=dense_list(dense), using=DENSE, limit=prefetch_limit, params=self._dense_search),
             models.Prefetch(query=_to_qdrant_sparse(sparse), using=SPARSE, limit=prefetch_limit),
         ]
         return self._query(
@@ -309,6 +365,7 @@ class ServerStore(Store):
                 limit=len(ids),
                 with_payload=False,
                 with_vectors=False,
+                search_params=self._dense_search if using == DENSE else None,
             )
         return {str(p.id): float(p.score) for p in response.points}
 
@@ -336,18 +393,29 @@ class ServerStore(Store):
         ]
 
     def _create_collection(self, collection: str, dimension: int, metadata: dict[str, Any]) -> CollectionInfo:
+        layout = self._layout
+        # None: the server's default (vectors in RAM); what the layout sets is set per vector, which local
+        # mode records too.
+        originals = True if layout.on_disk else None
         try:
             with self._errors(collection):
                 self._client.create_collection(
                     collection,
                     vectors_config={
-                        DENSE: models.VectorParams(size=dimension, distance=models.Distance.COSINE),
+                        DENSE: models.VectorParams(
+                            size=dimension,
+                            distance=models.Distance.COSINE,
+                            on_disk=originals,
+                            quantization_config=_QUANTIZATION[layout.quantization],
+                            hnsw_config=models.HnswConfigDiff(m=layout.hnsw_m, ef_construct=layout.hnsw_ef_construct),
+                        ),
                         # Read back with hits to score them, never searched: no index to build; half
                         # precision halves the largest part of the store at no cost to a cosine's 2nd decimal.
                         WINDOWS: models.VectorParams(
                             size=dimension,
                             distance=models.Distance.COSINE,
                             datatype=models.Datatype.FLOAT16,
+                            on_disk=originals,
                             multivector_config=models.MultiVectorConfig(
                                 comparator=models.MultiVectorComparator.MAX_SIM
                             ),
@@ -355,7 +423,9 @@ class ServerStore(Store):
                         ),
                     },
                     sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+                    on_disk_payload=originals,
                     metadata=metadata,
+                    **self._collection_options,
                 )
         except AlreadyExists:
             # Another process created it since we looked (a server's 409): use theirs, as the embedded
@@ -398,6 +468,27 @@ class ServerStore(Store):
                     f"{self._location} refused the request; check QDRANT_API_KEY."
                 ) from exc
             raise
+
+
+def _collection_options(settings: StoreSettings) -> dict[str, Any]:
+    """The create_collection arguments a server takes beyond the layout (a cluster's, the WAL's): those set."""
+    options: dict[str, Any] = {
+        "shard_number": settings.qdrant_shard_number,
+        "replication_factor": settings.qdrant_replication_factor,
+        "write_consistency_factor": settings.qdrant_write_consistency_factor,
+    }
+    if settings.qdrant_wal_capacity_mb is not None:
+        options["wal_config"] = models.WalConfigDiff(wal_capacity_mb=settings.qdrant_wal_capacity_mb)
+    return {name: value for name, value in options.items() if value is not None}
+
+
+def _quantization_of(config: models.QuantizationConfig | None) -> str:
+    """The quantisation word of a collection's config (product: one Alexandria never makes, but a server may hold)."""
+    if config is None:
+        return "none"
+    if isinstance(config, models.ScalarQuantization):
+        return "int8"
+    return "binary" if isinstance(config, models.BinaryQuantization) else "product"
 
 
 def _payload_indexes() -> list[tuple[str, Any]]:

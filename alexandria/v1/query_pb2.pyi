@@ -244,7 +244,7 @@ class GetCollectionStatsRequest(_message.Message):
     def __init__(self, collection: _Optional[str] = ...) -> None: ...
 
 class CollectionStats(_message.Message):
-    __slots__ = ("connected", "collection_name", "points_count", "vector_size", "status", "books", "model", "backend")
+    __slots__ = ("connected", "collection_name", "points_count", "vector_size", "status", "books", "model", "backend", "disk_bytes", "wal_bytes", "quantization")
     CONNECTED_FIELD_NUMBER: _ClassVar[int]
     COLLECTION_NAME_FIELD_NUMBER: _ClassVar[int]
     POINTS_COUNT_FIELD_NUMBER: _ClassVar[int]
@@ -253,6 +253,9 @@ class CollectionStats(_message.Message):
     BOOKS_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     BACKEND_FIELD_NUMBER: _ClassVar[int]
+    DISK_BYTES_FIELD_NUMBER: _ClassVar[int]
+    WAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    QUANTIZATION_FIELD_NUMBER: _ClassVar[int]
     connected: bool
     collection_name: str
     points_count: int
@@ -261,4 +264,7 @@ class CollectionStats(_message.Message):
     books: int
     model: str
     backend: str
-    def __init__(self, connected: _Optional[bool] = ..., collection_name: _Optional[str] = ..., points_count: _Optional[int] = ..., vector_size: _Optional[int] = ..., status: _Optional[str] = ..., books: _Optional[int] = ..., model: _Optional[str] = ..., backend: _Optional[str] = ...) -> None: ...
+    disk_bytes: int
+    wal_bytes: int
+    quantization: str
+    def __init__(self, connected: _Optional[bool] = ..., collection_name: _Optional[str] = ..., points_count: _Optional[int] = ..., vector_size: _Optional[int] = ..., status: _Optional[str] = ..., books: _Optional[int] = ..., model: _Optional[str] = ..., backend: _Optional[str] = ..., disk_bytes: _Optional[int] = ..., wal_bytes: _Optional[int] = ..., quantization: _Optional[str] = ...) -> None: ...

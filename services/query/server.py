@@ -243,6 +243,9 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
             books=stats.books,
             model=stats.model,
             backend=stats.backend,
+            disk_bytes=stats.disk_bytes,
+            wal_bytes=stats.wal_bytes,
+            quantization=stats.quantization,
         )
 
 

@@ -26,6 +26,9 @@ class CollectionStatistics:
     books: int
     model: str
     backend: str
+    disk_bytes: int | None = None  # segments and write-ahead log; None: the store cannot tell (a server)
+    wal_bytes: int | None = None
+    quantization: str = ""  # of the dense vectors; empty when there is no collection
 
 
 def collection_stats(store: Store, collection: str) -> CollectionStatistics:
@@ -39,6 +42,7 @@ def collection_stats(store: Store, collection: str) -> CollectionStatistics:
         # points stay until it is ingested again or removed), is not in the library and no search returns it.
         books = len(complete_books(store, collection))
         points = store.count(collection, complete())
+        storage = store.collection_storage(collection)
     except (Unavailable, DeadlineExceeded) as exc:
         log.warning("store unreachable for stats: %s", exc.message)
         return CollectionStatistics(False, collection, 0, 0, UNREACHABLE, 0, "", store.backend)
@@ -51,4 +55,7 @@ def collection_stats(store: Store, collection: str) -> CollectionStatistics:
         books=books,
         model=CollectionModel.of(info).name or "",
         backend=store.backend,
+        disk_bytes=storage.disk_bytes,
+        wal_bytes=storage.wal_bytes,
+        quantization=storage.quantization,
     )

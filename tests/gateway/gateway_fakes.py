@@ -96,6 +96,9 @@ COLLECTION_STATS = query_pb2.CollectionStats(
     books=3,
     model="all-MiniLM-L6-v2",
     backend="embedded",
+    disk_bytes=72_000_000,
+    wal_bytes=9_000_000,
+    quantization="int8",
 )
 BOOKS = catalog_pb2.SearchBooksResponse(
     books=[

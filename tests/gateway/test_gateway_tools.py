@@ -427,6 +427,9 @@ async def test_result_values_are_rendered_for_the_contract(served_gateway: Gatew
         )
         stats = (await client.call_tool("alexandria_stats", {})).structured_content
         assert stats["calibre"]["formats"] == {"EPUB": 4, "PDF": 1} and stats["qdrant"]["connected"] is True
+        # Beyond the contract's fields, beside them: what the collection takes on disk, and its quantisation.
+        assert (stats["qdrant"]["disk_bytes"], stats["qdrant"]["wal_bytes"], stats["qdrant"]["quantization"]) == (
+            72_000_000, 9_000_000, "int8")
 
 
 @pytest.mark.asyncio

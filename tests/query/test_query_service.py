@@ -23,6 +23,7 @@ from alexandria.clients import EmbedderClient, wait_until_serving
 from alexandria.settings import ClientSettings, EmbedderSettings, QuerySettings, StoreSettings
 from alexandria.store import Filter, Store, open_store
 from alexandria.store import schema as f
+from alexandria.store.common import disk_usage
 from alexandria.v1 import query_pb2, query_pb2_grpc
 from query.books import EMMA, PRIDE, UNFINISHED, book_points
 from services.embedder import server as embedder_server
@@ -314,10 +315,12 @@ async def test_collection_stats(stack: Stack) -> None:
     # Pride and Prejudice: 2 chapters + 8 children; Emma: 2 flat chunks. Not the unfinished book's 1 + 1, which
     # no search returns (an ingest killed half-way leaves such points until the book is ingested again).
     assert stats.points_count == 12 and stats.vector_size == 384 and stats.model == stack.model_name
+    assert stats.quantization == "none" and 0 < stats.wal_bytes < stats.disk_bytes <= disk_usage(stack.data_dir)
     default = await stack.query.GetCollectionStats(query_pb2.GetCollectionStatsRequest(), timeout=10)
     assert default.collection_name == COLLECTION and default.books == 2
     missing = await stack.query.GetCollectionStats(query_pb2.GetCollectionStatsRequest(collection="nothing"), timeout=10)
     assert (missing.connected, missing.status, missing.points_count) == (True, "missing", 0)
+    assert not missing.HasField("disk_bytes") and missing.quantization == ""
 
 
 async def test_with_a_cross_encoder_results_come_in_its_order_with_its_scores(

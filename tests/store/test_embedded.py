@@ -10,7 +10,7 @@ import pytest
 
 from alexandria.errors import FailedPrecondition, Unavailable
 from alexandria.settings import available_cpus
-from alexandria.store import Filter, open_store
+from alexandria.store import Filter, StoredPoint, lexical, open_store
 from alexandria.store import schema as f
 from alexandria.store.embedded import EmbeddedStore
 from store.synthetic import COLLECTION, DIMENSION, METADATA, PASSAGES, axis, settings_for, stored_point
@@ -121,3 +121,22 @@ def test_aliases_live_in_a_json_file_and_a_collection_they_shadow_is_dropped_at_
         assert reopened.count(COLLECTION) == 1 and reopened.collection_target(COLLECTION) == "library-rebuilt"
     finally:
         reopened.close()
+
+
+def test_optimize_after_each_book_keeps_the_write_ahead_log_within_two_segments(tmp_path: Path) -> None:
+    # qdrant-edge's WAL segments are 32 MiB and dropped only once a flush has persisted their updates:
+    # without optimize's flush this WAL would hold all 100 MB written.
+    store = open_store(settings_for("embedded", tmp_path))
+    store.ensure_collection(COLLECTION, DIMENSION, METADATA)
+    text = "the whale rose from the grey sea " * 600  # 20 kB a point
+    try:
+        for book in range(25):  # 25 books x 200 points x 20 kB: 100 MB into the WAL
+            points = [StoredPoint(f"00000000-0000-0000-{book:04d}-{n:012d}", axis(n % DIMENSION), lexical.encode_document("whale"),
+                                  {f.BOOK_KEY: f"book-{book}", f.TEXT: text}) for n in range(200)]
+            store.upsert(COLLECTION, points)
+            store.optimize(COLLECTION)
+        wal = store.collection_storage(COLLECTION).wal_bytes
+        assert wal is not None and 32 * 2**20 < wal <= 2 * 32 * 2**20
+        assert store.count(COLLECTION) == 25 * 200
+    finally:
+        store.close()

@@ -86,6 +86,7 @@ CALLS: dict[str, Callable[[Store, str], object]] = {
     "similarities": lambda store, collection: store.similarities(collection, [point_id("whale")], axis(0), DENSE),
     "optimize": lambda store, collection: store.optimize(collection),
     "collection_target": lambda store, collection: store.collection_target(collection),
+    "collection_storage": lambda store, collection: store.collection_storage(collection),
     "replace_collection": lambda store, collection: store.replace_collection("elsewhere", collection),
     "delete_collection": lambda store, collection: store.delete_collection(collection),
 }
