@@ -177,7 +177,7 @@ class BookIngestor:
         book = source.extracted
         if book is None:
             book = await asyncio.to_thread(extract_book, source.path, source.format, ocr)
-        sentences = await asyncio.to_thread(segment, book)
+        sentences = await asyncio.to_thread(segment, book, source.language)
         report("extract", 1, 1, f"{len(book.chapters)} chapters, {len(sentences):,} sentences")
         if not sentences:
             raise InvalidArgument(
