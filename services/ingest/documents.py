@@ -114,6 +114,8 @@ class ExtractedBook:
     chapters: tuple[Chapter, ...]
     chapter_source: str  # "toc", "headings" or "sections": where the chapter boundaries came from
     ocr_pages: frozenset[int] = frozenset()  # pages (1-based) whose text was read by OCR
+    # Tesseract's name of the book's language when its data was not installed: OCR read the pages as English.
+    ocr_missing_language: str | None = None
 
     @property
     def author(self) -> str | None:

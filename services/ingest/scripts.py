@@ -35,6 +35,11 @@ _UNSPACED_LETTERS = (
 )
 UNSPACED_LETTER = re.compile(f"[{_UNSPACED_LETTERS}]")
 UNSPACED_RUN = re.compile(f"[{_UNSPACED_LETTERS}]+")
+# CJK and fullwidth punctuation (、。「」！？…): no space around it either.
+_UNSPACED_JOINERS = re.compile(
+    f"[{_UNSPACED_LETTERS}\u3001-\u3004\u3008-\u3011\u3014-\u301f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40"
+    "\uff5b-\uff65]"
+)
 _OPENING_QUOTES = frozenset("「『（〈《【〔［｛“‘([{")
 _KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
 
@@ -67,6 +72,12 @@ def detected_language(text: str) -> str | None:
     counts = {code: len(re.findall(f"[{block}]", sample)) for block, code in _SCRIPT_LANGUAGES}
     script, count = max(counts.items(), key=lambda item: item[1])
     return script if count * 2 >= unspaced else "zho"
+
+
+def joins_without_space(left: str, right: str) -> bool:
+    """Whether a line ending in `left` runs on into a line starting with `right` with no space between: a line
+    break inside Chinese, Japanese or Thai text falls between two letters of one sentence (or a word)."""
+    return bool(_UNSPACED_JOINERS.match(left[-1:]) and _UNSPACED_JOINERS.match(right[:1]))
 
 
 def unspaced_locale(language: str | None, text: str) -> str | None:

@@ -8,16 +8,13 @@ from pathlib import Path
 import pytest
 
 from alexandria.book_formats import BookFormat
-from ingest.helpers import fake_similarities
+from ingest.helpers import WAGAHAI, ZHUFU, fake_similarities
 from services.ingest.chunking import PARENT_EMBED_WORDS, chunk_book
 from services.ingest.documents import Chapter, ChunkingParams, ExtractedBook, count_words, word_spans
 from services.ingest.extract import extract_book
 from services.ingest.scripts import detected_language, unspaced_locale
 from services.ingest.segment import MAX_SENTENCE_WORDS, segment, segment_chapter, sentence_spans
 
-TEXTS = Path(__file__).resolve().parents[1] / "fixtures" / "texts"
-WAGAHAI = TEXTS / "wagahai_chapter1.ja.txt"  # 吾輩は猫である, chapter 1 (Natsume Sōseki)
-ZHUFU = TEXTS / "zhufu.zh.txt"  # 祝福 (Lu Xun)
 SOSEKI_OPENING = ("吾輩は猫である。名前はまだ無い。どこで生れたかとんと見当がつかぬ。"
                   "何でも薄暗いじめじめした所でニャーニャー泣いていた事だけは記憶している。")
 SENTENCE_ENDS = tuple("。！？」”…")
