@@ -55,7 +55,15 @@ DETECTION_SAMPLE_CHARS = 20_000
 _SCRIPT_LANGUAGES = (("\u0e00-\u0e7f", "tha"), ("\u0e80-\u0eff", "lao"), ("\u1000-\u109f", "mya"),
                      ("\u1780-\u17ff", "khm"))
 
-_iterators = threading.local()  # ICU's break iterators keep state: one of each kind a thread
+
+class _ThreadIterators(threading.local):
+    """ICU's break iterators keep the text they walk: each thread has its own, made once."""
+
+    def __init__(self) -> None:
+        self.by_kind: dict[tuple[str, str], icu.BreakIterator] = {}
+
+
+_iterators = _ThreadIterators()
 
 
 def detected_language(text: str) -> str | None:
@@ -91,11 +99,10 @@ def unspaced_locale(language: str | None, text: str) -> str | None:
 
 def _iterator(kind: str, locale: str) -> icu.BreakIterator:
     key = (kind, locale)
-    cached: dict[tuple[str, str], icu.BreakIterator] = _iterators.__dict__.setdefault("by_kind", {})
-    if key not in cached:
+    if key not in _iterators.by_kind:
         make = icu.BreakIterator.createWordInstance if kind == "word" else icu.BreakIterator.createSentenceInstance
-        cached[key] = make(icu.Locale(locale))
-    return cached[key]
+        _iterators.by_kind[key] = make(icu.Locale(locale))
+    return _iterators.by_kind[key]
 
 
 def _boundaries(iterator: icu.BreakIterator, text: str) -> Iterator[int]:
@@ -127,9 +134,10 @@ def icu_sentence_ends(text: str, start: int, end: int, locale: str) -> list[int]
     breaks read as spaces: a paragraph's lines (hard-wrapped text, PDF lines) are one run of text. ICU counts an
     opening quote as closing (`。「` or `。“` ends a sentence after the quote): it goes to the sentence it opens."""
     paragraph = text[start:end].replace("\n", " ").replace("\r", " ")
-    ends = []
+    ends: list[int] = []
     for boundary in _boundaries(_iterator("sentence", locale), paragraph):
-        while boundary < len(paragraph) and boundary > 1 and paragraph[boundary - 1] in _OPENING_QUOTES:
+        previous = ends[-1] - start if ends else 0
+        while previous + 1 < boundary < len(paragraph) and paragraph[boundary - 1] in _OPENING_QUOTES:
             boundary -= 1
         ends.append(start + boundary)
     return ends
