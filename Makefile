@@ -19,14 +19,18 @@ prepare-models: $(STAMP)
 models: $(STAMP)
 	$(BIN)/python -m services.embedder.prepare --profile fast --profile best
 
-# From Debian, installed once (as root or through sudo): Tesseract's language data (English, German,
-# French) for OCR of scanned PDF pages (PyMuPDF brings the engine), and calibre, whose calibredb the
-# sync test changes a library with, as a user would.
-OCR_DATA := $${TESSDATA_PREFIX:-/usr/share/tesseract-ocr/5/tessdata}/eng.traineddata
-SYSTEM_PACKAGES := tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra calibre
+# From Debian, installed once (as root or through sudo): Tesseract's language data for OCR of scanned PDF
+# pages (PyMuPDF brings the engine), one package for each of OCR_LANGUAGES, and calibre, whose calibredb the
+# sync test changes a library with, as a user would. OCR_LANGUAGES names the library's languages as
+# Tesseract does (ISO 639-3; chi_sim, chi_tra for Chinese): `make setup OCR_LANGUAGES="eng hrv chi_sim"`.
+# A scanned book in a language left out is read as English, and its ingest result says so.
+OCR_LANGUAGES ?= eng deu fra hrv jpn
+TESSDATA := $${TESSDATA_PREFIX:-/usr/share/tesseract-ocr/5/tessdata}
+OCR_DATA_INSTALLED := $(foreach language,$(OCR_LANGUAGES),test -f $(TESSDATA)/$(language).traineddata &&) true
+SYSTEM_PACKAGES := $(foreach language,$(OCR_LANGUAGES),tesseract-ocr-$(subst _,-,$(language))) calibre
 APT := $(if $(filter 0,$(shell id -u)),,sudo) apt-get
 system-packages:
-	@(test -f $(OCR_DATA) && command -v calibredb >/dev/null) \
+	@($(OCR_DATA_INSTALLED) && command -v calibredb >/dev/null) \
 		|| $(APT) install -y -q --no-install-recommends $(SYSTEM_PACKAGES) \
 		|| ($(APT) update -q && $(APT) install -y -q --no-install-recommends $(SYSTEM_PACKAGES))
 

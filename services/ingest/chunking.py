@@ -34,7 +34,6 @@ from alexandria.contract import CHUNK_THRESHOLD, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
 from alexandria.errors import InvalidArgument
 from alexandria.store.schema import Level, TextSource
 from services.ingest.documents import (
-    WORD_PATTERN,
     BreakKind,
     Chapter,
     Chunk,
@@ -51,6 +50,7 @@ from services.ingest.documents import (
     SimilarityDistribution,
     ThresholdComparison,
     ThresholdReport,
+    iter_words,
 )
 from services.ingest.segment import MAX_SENTENCE_WORDS
 
@@ -173,10 +173,10 @@ def _breaks(run: _Sentences, params: ChunkingParams) -> _Breaks:
 
 
 def _head_words(text: str, words: int) -> str:
-    """`text` up to the end of its `words`-th word."""
-    for n, match in enumerate(WORD_PATTERN.finditer(text), start=1):
+    """`text` up to the end of its `words`-th word (the one word rule: a dictionary's words in Japanese...)."""
+    for n, (_, end) in enumerate(iter_words(text), start=1):
         if n == words:
-            return text[: match.end()]
+            return text[:end]
     return text
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
@@ -17,15 +18,39 @@ from typing import Any
 from alexandria.book_formats import BookFormat
 from alexandria.contract import CHUNK_THRESHOLD, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
 from alexandria.store.schema import Level, TextSource
+from services.ingest.scripts import UNSPACED_LETTER, UNSPACED_RUN, dictionary_words
 
 # Runs of letters/digits; an inner apostrophe (straight or curly) keeps a word together
 # ("don't", "o'er"), a hyphen splits ("well-known" is two). The corpus manifest counts this way.
 WORD_PATTERN = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
 
 
+def iter_words(text: str, start: int = 0, end: int | None = None) -> Iterator[tuple[int, int]]:
+    """[start, end) of each word of text[start:end] by the project's one word rule: WORD_PATTERN's runs, except
+    that letters of a script written without spaces (Chinese, Japanese, Thai...) are cut into the words of
+    ICU's dictionary (`services.ingest.scripts`), so that 吾輩は猫である is five words (吾輩 は 猫 で ある), not one."""
+    end = len(text) if end is None else end
+    position = start
+    for run in UNSPACED_RUN.finditer(text, start, end):
+        yield from (match.span() for match in WORD_PATTERN.finditer(text, position, run.start()))
+        yield from dictionary_words(text, run.start(), run.end())
+        position = run.end()
+    yield from (match.span() for match in WORD_PATTERN.finditer(text, position, end))
+
+
+def word_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """Every word of text[start:end] (`iter_words`), at once."""
+    end = len(text) if end is None else end
+    if not UNSPACED_LETTER.search(text, start, end):  # most books: no dictionary to consult
+        return [match.span() for match in WORD_PATTERN.finditer(text, start, end)]
+    return list(iter_words(text, start, end))
+
+
 def count_words(text: str) -> int:
-    """Number of words in `text` by the project's one word rule (see WORD_PATTERN)."""
-    return sum(1 for _ in WORD_PATTERN.finditer(text))
+    """Number of words in `text` by the project's one word rule (see `iter_words`)."""
+    if not UNSPACED_LETTER.search(text):
+        return sum(1 for _ in WORD_PATTERN.finditer(text))
+    return sum(1 for _ in iter_words(text))
 
 
 FRONT_MATTER_TITLE = "Front matter"
@@ -89,6 +114,8 @@ class ExtractedBook:
     chapters: tuple[Chapter, ...]
     chapter_source: str  # "toc", "headings" or "sections": where the chapter boundaries came from
     ocr_pages: frozenset[int] = frozenset()  # pages (1-based) whose text was read by OCR
+    # Tesseract's name of the book's language when its data was not installed: OCR read the pages as English.
+    ocr_missing_language: str | None = None
 
     @property
     def author(self) -> str | None:

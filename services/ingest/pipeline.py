@@ -44,7 +44,7 @@ from services.ingest.documents import (
     ThresholdReport,
 )
 from services.ingest.extract import extract_book
-from services.ingest.extract.ocr import NO_OPTIONS, OcrOptions
+from services.ingest.extract.ocr import NO_OPTIONS, OcrOptions, missing_language_notice
 from services.ingest.progress import Report
 from services.ingest.segment import segment, sentence_texts
 from services.ingest.writer import BookWriter, build_points
@@ -177,7 +177,7 @@ class BookIngestor:
         book = source.extracted
         if book is None:
             book = await asyncio.to_thread(extract_book, source.path, source.format, ocr)
-        sentences = await asyncio.to_thread(segment, book)
+        sentences = await asyncio.to_thread(segment, book, source.language)
         report("extract", 1, 1, f"{len(book.chapters)} chapters, {len(sentences):,} sentences")
         if not sentences:
             raise InvalidArgument(
@@ -244,6 +244,9 @@ class BookIngestor:
             outcome.steps.append(f"📄 Extracted {len(prepared.book.chapters)} chapters "
                                  f"({prepared.book.chapter_source}), {prepared.book.word_count:,} words, "
                                  f"{len(prepared.sentences):,} sentences")
+            if prepared.book.ocr_missing_language:
+                outcome.steps.append("⚠️ " + missing_language_notice(prepared.book.ocr_missing_language,
+                                                                      len(prepared.book.ocr_pages)))
             chunked = chunk_book(prepared.book, prepared.sentences, prepared.similarities, params, hierarchical)
             outcome.chunks, outcome.parents = len(chunked.chunks), len(chunked.parents)
             outcome.steps.append(

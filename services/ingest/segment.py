@@ -11,14 +11,20 @@ Two rules keep the units useful to embed:
 - no sentence exceeds MAX_SENTENCE_WORDS: longer runs (verse, lists, text with no
   punctuation at all) are cut into even word windows, at a comma, semicolon, colon,
   dash or line end near each cut when there is one.
+A book in a language written without spaces (Chinese, Japanese, Thai...; `services.ingest.scripts`)
+has its sentences ended by ICU's rules instead (`。` needs no capital after it), within the same
+paragraphs, and there a space is a soft break too (Thai separates phrases with one). Words are the
+project's one word rule (`word_spans`) in every language: a dictionary's words in those scripts.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left
 
-from services.ingest.documents import WORD_PATTERN, Chapter, ExtractedBook, Sentence, count_words
+from services.ingest.documents import WORD_PATTERN, Chapter, ExtractedBook, Sentence, word_spans
+from services.ingest.scripts import DETECTION_SAMPLE_CHARS, icu_sentence_ends, unspaced_locale
 
 MAX_SENTENCE_WORDS = 120
 MIN_SENTENCE_WORDS = 3
@@ -37,7 +43,8 @@ ABBREVIATIONS = frozenset({
 _BOUNDARY = re.compile(r"[.!?\u2026]+[\"'\u201d\u2019)\]]*\s+")
 _OPENERS = "\"'\u201c\u2018([\u00bf\u00a1"
 _PARAGRAPH = re.compile(r"\n\s*\n")
-_SOFT_BREAK = re.compile(r"[,;:\u2014\u2013-]|[^\S\n]*\n")  # matched right after a word
+_SOFT_BREAK = re.compile(r"[,;:\u2014\u2013\u3001\uff0c\uff1b\uff1a-]|[^\S\n]*\n")  # right after a word
+_UNSPACED_SOFT_BREAK = re.compile(_SOFT_BREAK.pattern + r"|\s")
 
 
 def _token_before(text: str, end: int) -> str:
@@ -68,10 +75,16 @@ def _paragraphs(text: str) -> list[tuple[int, int]]:
     return bounds
 
 
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """[start, end) of each sentence of `text`, in order, before any merging or bounding."""
+def sentence_spans(text: str, locale: str | None = None) -> list[tuple[int, int]]:
+    """[start, end) of each sentence of `text`, in order, before any merging or bounding: by the rules above,
+    or by ICU's for `locale` (a language written without spaces, `unspaced_locale`)."""
     spans = []
     for start, paragraph_end in _paragraphs(text):
+        if locale is not None:
+            for end in icu_sentence_ends(text, start, paragraph_end, locale):
+                spans.append((start, _rstrip(text, start, end)))
+                start = end
+            continue
         for match in _BOUNDARY.finditer(text, start, paragraph_end):
             if _ends_sentence(text, match):
                 spans.append((start, _rstrip(text, start, match.end())))
@@ -80,12 +93,28 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     return [(s, e) for s, e in spans if WORD_PATTERN.search(text, s, e)]
 
 
-def _merge_short(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+class _Words:
+    """The words of a chapter (`word_spans`), found once: any span's words by bisection."""
+
+    def __init__(self, text: str) -> None:
+        self.spans = word_spans(text)
+        self.starts = [start for start, _ in self.spans]
+
+    def between(self, start: int, end: int) -> tuple[int, int]:
+        """Indexes [first, last) of the words that start in [start, end)."""
+        return bisect_left(self.starts, start), bisect_left(self.starts, end)
+
+    def count(self, start: int, end: int) -> int:
+        first, last = self.between(start, end)
+        return last - first
+
+
+def _merge_short(words: _Words, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     merged: list[tuple[int, int]] = []
     pending: int | None = None  # start of short fragments waiting for the next sentence
     for start, end in spans:
         start = start if pending is None else pending
-        if count_words(text[start:end]) < MIN_SENTENCE_WORDS:
+        if words.count(start, end) < MIN_SENTENCE_WORDS:
             pending = start
             continue
         merged.append((start, end))
@@ -98,27 +127,26 @@ def _merge_short(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int
     return merged
 
 
-def _bounded(text: str, start: int, end: int) -> list[tuple[int, int]]:
+def _bounded(text: str, words: _Words, start: int, end: int, soft_break: re.Pattern[str]) -> list[tuple[int, int]]:
     """Cut [start, end) into even windows of at most MAX_SENTENCE_WORDS words, at soft breaks if near."""
-    words = list(WORD_PATTERN.finditer(text, start, end))
-    if len(words) <= MAX_SENTENCE_WORDS:
+    first, last = words.between(start, end)
+    if last - first <= MAX_SENTENCE_WORDS:
         return [(start, end)]
-    pieces = math.ceil(len(words) / MAX_SENTENCE_WORDS)
-    size = len(words) / pieces
+    spans = words.spans[first:last]
+    pieces = math.ceil(len(spans) / MAX_SENTENCE_WORDS)
+    size = len(spans) / pieces
     cuts: list[int] = []  # index of the first word of each window after the first
     for k in range(1, pieces):
         even = round(k * size)
         low = max(
             even - _SOFT_CUT_REACH,
             (cuts[-1] if cuts else 0) + 1,
-            len(words) - (pieces - k) * MAX_SENTENCE_WORDS,
+            len(spans) - (pieces - k) * MAX_SENTENCE_WORDS,
         )
         high = min(even + _SOFT_CUT_REACH, (cuts[-1] if cuts else 0) + MAX_SENTENCE_WORDS)
-        soft = [
-            i for i in range(low, high + 1) if _SOFT_BREAK.match(text, words[i - 1].end(), words[i].start())
-        ]
+        soft = [i for i in range(low, high + 1) if soft_break.match(text, spans[i - 1][1], spans[i][0])]
         cuts.append(min(soft, key=lambda i: (abs(i - even), i)) if soft else min(max(even, low), high))
-    bounds = [start] + [words[i].start() for i in cuts] + [end]
+    bounds = [start] + [spans[i][0] for i in cuts] + [end]
     return [(bounds[i], _rstrip(text, bounds[i], bounds[i + 1])) for i in range(len(bounds) - 1)]
 
 
@@ -128,20 +156,23 @@ def _rstrip(text: str, start: int, end: int) -> int:
     return end
 
 
-def segment_chapter(chapter: Chapter) -> list[Sentence]:
-    """The sentences of one chapter, with offsets into its text and, for PDFs, their pages."""
+def segment_chapter(chapter: Chapter, locale: str | None = None) -> list[Sentence]:
+    """The sentences of one chapter, with offsets into its text and, for PDFs, their pages; `locale`: ICU's
+    sentence rules for a language written without spaces (`unspaced_locale`), None for the rules above."""
     text = chapter.text
-    spans = [piece for s, e in _merge_short(text, sentence_spans(text)) for piece in _bounded(text, s, e)]
+    words = _Words(text)
+    soft_break = _SOFT_BREAK if locale is None else _UNSPACED_SOFT_BREAK
+    spans = [piece for s, e in _merge_short(words, sentence_spans(text, locale))
+             for piece in _bounded(text, words, s, e, soft_break)]
     sentences = []
     for start, end in spans:
-        content = text[start:end]
         sentences.append(
             Sentence(
-                text=" ".join(content.split()),
+                text=" ".join(text[start:end].split()),
                 chapter_index=chapter.index,
                 start=start,
                 end=end,
-                word_count=count_words(content),
+                word_count=words.count(start, end),
                 page_start=chapter.page_at(start),
                 page_end=chapter.page_at(end - 1),
             )
@@ -149,9 +180,22 @@ def segment_chapter(chapter: Chapter) -> list[Sentence]:
     return sentences
 
 
-def segment(book: ExtractedBook) -> list[Sentence]:
-    """Every sentence of the book in reading order; the embedder gets their texts in this order."""
-    return [sentence for chapter in book.chapters for sentence in segment_chapter(chapter)]
+def segment(book: ExtractedBook, language: str | None = None) -> list[Sentence]:
+    """Every sentence of the book in reading order; the embedder gets their texts in this order. `language`:
+    the book's as its library records it (Calibre's); the file's own when None, else detected from the text."""
+    locale = unspaced_locale(language or book.language, _opening(book))
+    return [sentence for chapter in book.chapters for sentence in segment_chapter(chapter, locale)]
+
+
+def _opening(book: ExtractedBook) -> str:
+    """The book's first DETECTION_SAMPLE_CHARS characters: what its language is detected from when it names none."""
+    parts, size = [], 0
+    for chapter in book.chapters:
+        if size >= DETECTION_SAMPLE_CHARS:
+            break
+        parts.append(chapter.text[: DETECTION_SAMPLE_CHARS - size])
+        size += len(parts[-1])
+    return "\n".join(parts)
 
 
 def sentence_texts(sentences: list[Sentence]) -> list[str]:

@@ -14,6 +14,10 @@ from services.ingest.documents import ExtractedBook, Sentence
 from services.ingest.extract import extract_book
 
 FIXTURE_BOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "books"
+# Real public-domain text in languages written without spaces (sources in the folder's README)
+FIXTURE_TEXTS = Path(__file__).resolve().parents[1] / "fixtures" / "texts"
+WAGAHAI = FIXTURE_TEXTS / "wagahai_chapter1.ja.txt"  # 吾輩は猫である, chapter 1 (Natsume Sōseki)
+ZHUFU = FIXTURE_TEXTS / "zhufu.zh.txt"  # 祝福 (Lu Xun)
 
 
 def make_books_module() -> ModuleType:
@@ -36,7 +40,8 @@ def fake_similarities(sentences: list[Sentence], seed: int = 7) -> np.ndarray:
     return np.random.default_rng(seed).uniform(0.0, 0.9, max(0, len(sentences) - 1))
 
 
-def scanned_pdf(pages: list[str | None], dpi: int = 200, scanned: set[int] | None = None) -> bytes:
+def scanned_pdf(pages: list[str | None], dpi: int = 200, scanned: set[int] | None = None,
+                fontname: str = "tiro") -> bytes:
     """A PDF of typeset pages; those numbered in `scanned` (1-based; default: all) are images of the page only,
     as a scanner makes them, with no text layer. A None page is a page with a text layer too."""
     scanned = set(range(1, len(pages) + 1)) if scanned is None else scanned
@@ -44,7 +49,7 @@ def scanned_pdf(pages: list[str | None], dpi: int = 200, scanned: set[int] | Non
     for number, text in enumerate(pages, 1):
         typeset = pymupdf.open()
         typeset.new_page(width=420, height=595).insert_textbox(
-            pymupdf.Rect(50, 50, 370, 545), text or "", fontsize=11, fontname="tiro")
+            pymupdf.Rect(50, 50, 370, 545), text or "", fontsize=11, fontname=fontname)
         if number in scanned:
             pixmap = typeset[0].get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY)
             document.new_page(width=420, height=595).insert_image(pymupdf.Rect(0, 0, 420, 595), pixmap=pixmap)

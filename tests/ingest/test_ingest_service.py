@@ -21,7 +21,7 @@ from alexandria.settings import ClientSettings, IngestSettings, StoreSettings
 from alexandria.store import Store
 from alexandria.v1 import catalog_pb2, common_pb2, ingest_pb2, ingest_pb2_grpc
 from ingest.fakes import FakeCatalog, FakeEmbedder
-from ingest.helpers import FIXTURE_BOOKS
+from ingest.helpers import FIXTURE_BOOKS, WAGAHAI, scanned_pdf
 from services.ingest.server import create_server
 from services.ingest.writer import BookWriter
 
@@ -103,6 +103,28 @@ async def test_a_local_file_naming_no_title_or_author_asks_for_them_and_writes_n
     given = ingest_pb2.IngestFileRequest(file_path=str(path), title="Notes", author="A. Keeper", options=options())
     ingested = await service.run("IngestFile", given)
     assert ingested.success and ingested.chunks > 0 and service.held() == [ingested.book_key]
+
+
+async def test_a_scanned_book_in_a_language_without_ocr_data_says_so_in_its_result(service: IngestService) -> None:
+    path = service.local / "scan.pdf"
+    path.write_bytes(scanned_pdf([TEXT[:400]]))
+    request = ingest_pb2.IngestFileRequest(file_path=str(path), title="Logbook", author="A. Keeper",
+                                           language="Welsh", options=options())
+    ingested = await service.run("IngestFile", request)
+    assert ingested.success and ingested.language == "cym"
+    assert "⚠️ 1 scanned page(s) were read by OCR as English: Tesseract's data for the book's language (cym) is " \
+           "not installed." in "\n".join(ingested.steps)
+
+
+async def test_a_japanese_file_is_cut_into_its_own_sentences_and_words(service: IngestService) -> None:
+    path = service.local / "neko.txt"
+    shutil.copy(WAGAHAI, path)
+    request = ingest_pb2.IngestFileRequest(file_path=str(path), title="吾輩は猫である", author="夏目漱石",
+                                           options=options())
+    ingested = await service.run("IngestFile", request)
+    assert ingested.success and ingested.chunks > 1
+    # a language-less TXT: told by its letters; before, the chapter's 7,182 dictionary words counted as ~1,000
+    assert "7,182 words, 337 sentences" in "\n".join(ingested.steps)
 
 
 async def test_remove_finds_a_calibre_book_by_id_and_a_local_file_by_content_or_by_its_path_once_gone(

@@ -15,14 +15,23 @@ from alexandria.settings import IngestSettings
 from ingest.helpers import scanned_pdf
 from services.ingest.chunking import text_source
 from services.ingest.extract import extract_book
-from services.ingest.extract.ocr import PARALLEL_FROM_PAGES, OcrOptions, ocr_language, tessdata_path
+from services.ingest.extract.ocr import (
+    PARALLEL_FROM_PAGES,
+    OcrOptions,
+    missing_language_notice,
+    ocr_language,
+    tessdata_path,
+)
 from services.ingest.extract.pdf import read_pdf
+from services.ingest.segment import segment
 
 TYPED = ("Chapter One. The lighthouse keeper climbed the stairs every evening at dusk and lit the great lamp "
          "so that the fishing boats could find their way home through the fog.")
 SCANNED = ("Chapter Two. On the second night a storm came from the west, and the keeper watched the copper "
            "weathervane spin above the harbour until the morning bells rang.")
 GERMAN = "Kapitel Drei. Über die Brücke gingen fünf Männer, und die Straße war nass vom großen Regen."
+JAPANESE = ("吾輩は猫である。名前はまだ無い。どこで生れたかとんと見当がつかぬ。"
+            "何でも薄暗いじめじめした所でニャーニャー泣いていた事だけは記憶している。")
 
 
 @pytest.fixture
@@ -66,6 +75,34 @@ def test_the_books_language_picks_the_language_data(tmp_path: Path) -> None:
     path.write_bytes(scanned_pdf([GERMAN]))
     text = extract_book(path, ocr=OcrOptions(language="deu")).chapters[0].text
     assert "Über die Brücke gingen fünf Männer" in text and "Straße" in text
+
+
+def test_make_setup_installs_the_librarys_languages_and_a_books_code_or_name_finds_them() -> None:
+    tessdata = tessdata_path(IngestSettings().tessdata_prefix)
+    assert tessdata is not None, "make setup installs Tesseract's language data"
+    # OCR_LANGUAGES' default: English, German, French, Croatian, Japanese; as Calibre, EPUBs and people name them
+    assert [ocr_language(language, tessdata) for language in ("en", "deu", "fr", "hr", "Croatian", "jpn", "ja-JP")] \
+        == ["eng", "deu", "fra", "hrv", "hrv", "jpn", "jpn"]
+
+
+def test_a_scanned_japanese_book_is_read_in_japanese_and_its_lines_run_on_without_spaces(tmp_path: Path) -> None:
+    path = tmp_path / "neko.pdf"
+    path.write_bytes(scanned_pdf([JAPANESE], fontname="japan"))
+    book = extract_book(path, ocr=OcrOptions(language="jpn"))
+    text = book.chapters[0].text
+    assert "名前はまだ無い。どこで生れたか" in text and "泣いていた事だけは記憶している。" in text  # OCR slips a kanji
+    assert " " not in text.strip() and book.ocr_missing_language is None
+    assert len(segment(book, "jpn")) == 4
+
+
+def test_a_scanned_book_in_a_language_without_data_is_read_as_english_and_says_so(mixed: Path) -> None:
+    book = extract_book(mixed, ocr=OcrOptions(language="cy"))  # Welsh: no data installed
+    assert book.ocr_missing_language == "cym"
+    assert "copper weathervane spin above the harbour" in " ".join(chapter.text for chapter in book.chapters)
+    notice = missing_language_notice("chi_sim", 3)
+    assert notice.startswith("3 scanned page(s) were read by OCR as English") and "(chi_sim)" in notice
+    assert "apt-get install tesseract-ocr-chi-sim" in notice and "add chi_sim to OCR_LANGUAGES" in notice
+    assert extract_book(mixed, ocr=OcrOptions(language="en")).ocr_missing_language is None
 
 
 def test_too_many_scanned_pages_are_refused_naming_the_setting(tmp_path: Path) -> None:

@@ -4,8 +4,9 @@ PyMuPDF carries MuPDF's own build of Tesseract; what it needs from the machine i
 language data, which Debian's `tesseract-ocr` packages install (`make setup` does). A page is read
 by OCR when it shows an image but has (almost) no text layer; its text then comes back as blocks
 with their places on the page, like any other page, so headers, hyphenation and chapters are
-handled the same way. The book's language picks the language data when it is installed (English,
-German and French are), else English.
+handled the same way. The book's language picks the language data when it is installed (`make setup`
+installs OCR_LANGUAGES': English, German, French, Croatian and Japanese by default); a book in another
+language is read with English's, and its ingest result says which data was missing and how to install it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, TypeVar
 import pymupdf
 
 from alexandria.errors import FailedPrecondition
+from alexandria.languages import language_code
 from alexandria.settings import IngestSettings, available_cpus
 
 # Where Debian (5.x, then 4.x) and other systems put Tesseract's language data.
@@ -32,8 +34,8 @@ OCR_DPI = 200
 # One page takes about two seconds of one core; from this many pages on, they are read in worker processes,
 # one a core (MuPDF runs one thread at a time in a process), which costs a second or so to start.
 PARALLEL_FROM_PAGES = 4
-# Tesseract's names where they differ from the ISO 639-2 codes books carry.
-_TESSERACT_NAMES = {"ger": "deu", "fre": "fra", "dut": "nld", "cze": "ces", "gre": "ell", "chi": "chi_sim"}
+# Tesseract's names where they differ from the ISO 639-3 codes books' languages become (alexandria.languages).
+_TESSERACT_NAMES = {"zho": "chi_sim", "cmn": "chi_sim"}
 INSTALL_HINT = ("install Tesseract's language data (Debian: apt-get install tesseract-ocr tesseract-ocr-eng; "
                 "`make setup` does it) or set TESSDATA_PREFIX to its folder")
 
@@ -69,11 +71,26 @@ def tessdata_path(configured: Path | None) -> Path | None:
     return next((folder for folder in candidates if (folder / f"{DEFAULT_LANGUAGE}.traineddata").is_file()), None)
 
 
+def tesseract_language(book_language: str | None) -> str | None:
+    """Tesseract's name for a book's language (a code, tag or name: "hr", "ja", "ger", "Croatian"); None when
+    the book names none."""
+    code = language_code(book_language or "")
+    return _TESSERACT_NAMES.get(code, code) or None
+
+
 def ocr_language(book_language: str | None, tessdata: Path) -> str:
     """The language data to read a book with: its own language when installed, else English."""
-    code = (book_language or "").strip().lower()
-    name = _TESSERACT_NAMES.get(code, code)
+    name = tesseract_language(book_language)
     return name if name and (tessdata / f"{name}.traineddata").is_file() else DEFAULT_LANGUAGE
+
+
+def missing_language_notice(language: str, pages: int) -> str:
+    """What an ingest result says when a book's scanned pages were read as English for want of its language's
+    data (Tesseract's name for it)."""
+    return (f"{pages} scanned page(s) were read by OCR as English: Tesseract's data for the book's language "
+            f"({language}) is not installed. Install it (Debian: apt-get install "
+            f"tesseract-ocr-{language.replace('_', '-')}; or add {language} to OCR_LANGUAGES and run make setup), "
+            "then ingest the book again.")
 
 
 def ocr_textpage(page: pymupdf.Page, language: str, tessdata: Path) -> pymupdf.TextPage:

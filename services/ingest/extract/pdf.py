@@ -42,6 +42,7 @@ from services.ingest.extract.ocr import (
     ocr_language,
     ocr_textpage,
     tessdata_path,
+    tesseract_language,
 )
 from services.ingest.extract.plain import heading_line_level
 from services.ingest.extract.structure import (
@@ -53,6 +54,7 @@ from services.ingest.extract.structure import (
     normalise_space,
     split_authors,
 )
+from services.ingest.scripts import joins_without_space
 
 # Ligatures expanded ("ﬁ" -> "fi") so that words match what people type.
 _TEXT_FLAGS = pymupdf.TEXTFLAGS_BLOCKS & ~pymupdf.TEXT_PRESERVE_LIGATURES
@@ -121,6 +123,7 @@ class _OcrPlan:
     pages: list[int]  # 0-based page numbers
     language: str
     tessdata: Path
+    missing_language: str | None = None  # the book's language, read as English: its data is not installed
 
     @property
     def in_workers(self) -> bool:
@@ -150,7 +153,9 @@ def _ocr_plan(document: pymupdf.Document, path: Path, scanned: list[int], ocr: O
             f"{path.name} has {len(scanned)} scanned pages to read by OCR, over the limit of {ocr.max_pages} "
             "(INGEST_OCR_MAX_PAGES); raise it, or OCR the file first (e.g. `ocrmypdf in.pdf out.pdf`)."
         )
-    return _OcrPlan(scanned, ocr_language(ocr.language or _language(document), tessdata), tessdata)
+    book_language = ocr.language or _language(document)
+    language, wanted = ocr_language(book_language, tessdata), tesseract_language(book_language)
+    return _OcrPlan(scanned, language, tessdata, wanted if wanted not in (None, language) else None)
 
 
 def _ocr_here(document: pymupdf.Document, plan: _OcrPlan, ocr: OcrOptions) -> dict[int, list[_RawBlock]]:
@@ -226,7 +231,10 @@ def _join_lines(lines: tuple[str, ...], dehyphenate: _Dehyphenator) -> str:
     text = lines[0]
     for line in lines[1:]:
         joined = dehyphenate.joins(text, line)
-        text = text + " " + line if joined is None else text[:-1] + joined + line
+        if joined is not None:
+            text = text[:-1] + joined + line
+        else:
+            text += ("" if joins_without_space(text, line) else " ") + line
     return text
 
 
@@ -299,7 +307,8 @@ def read_pdf(path: Path, ocr: OcrOptions = NO_OPTIONS) -> ExtractedBook:
             )
         raise InvalidArgument(f"{path.name} has no text on any page (no text layer and no scanned image).")
     chapters, source = choose_chapters(_blocks(raw), _outline(toc, raw), heading_max_level=2)
-    return ExtractedBook(str(path), BookFormat.PDF, title, authors, language, chapters, source, ocr_pages)
+    return ExtractedBook(str(path), BookFormat.PDF, title, authors, language, chapters, source, ocr_pages,
+                         plan.missing_language if plan is not None else None)
 
 
 def _with_pages(by_page: list[list[_RawBlock]], read: dict[int, list[_RawBlock]]) -> list[list[_RawBlock]]:
