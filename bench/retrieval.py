@@ -375,7 +375,7 @@ def table(title: str, rows: dict[str, dict[str, Scores]]) -> str:
 def language_table(rows: dict[str, dict[str, dict[str, Scores]]]) -> str:
     """One line per row and language: questions, then recall@5 / MRR@10 of each half and of both."""
     lines = ["by language (hybrid): questions, recall@5 / MRR@10 of tuning, check, all",
-             f"{'':<44}{'':>6}{'n':>6}" + "".join(f"{half:>16}" for half in (*SPLITS, "all"))]
+             f"{'':<44}{'lang':>6}{'n':>6}" + "".join(f"{half:>16}" for half in (*SPLITS, "all"))]
     for label, languages in rows.items():
         for language, halves in languages.items():
             lines.append(f"{label:<44}{language:>6}{halves['all'].questions:>6}"
