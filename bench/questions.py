@@ -59,7 +59,7 @@ _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 # Kana and kanji, the scripts written without spaces between words.
 _HIRAGANA, _KATAKANA, _KANJI = "\u3041-\u309f", "\u30a0-\u30ff\uff66-\uff9f", "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3005"
 _UNSPACED = re.compile(f"[{_HIRAGANA}{_KATAKANA}{_KANJI}]")
-# A word of spaced text's run, split where the script changes: katakana, kanji, hiragana or other letters.
+# A Japanese clause (one word to _WORD) split where the script changes: katakana, kanji, hiragana or other letters.
 _SCRIPT_RUN = re.compile(f"[{_KATAKANA}]+|[{_KANJI}]+|[{_HIRAGANA}]+|[^{_HIRAGANA}{_KATAKANA}{_KANJI}]+")
 _HIRAGANA_RUN = re.compile(f"[{_HIRAGANA}]+")
 STOP_WORDS = frozenset(
@@ -173,7 +173,7 @@ def book_text(path: Path) -> str:
     return normalise("\n".join(chapter.text for chapter in extracted(path).chapters))
 
 
-def words(text: str) -> list[str]:
+def text_words(text: str) -> list[str]:
     """The words of `text`, casefolded; in Japanese, runs of one script (see the module's docstring)."""
     found = []
     for word in _WORD.findall(text.casefold().replace("’", "'")):
@@ -183,7 +183,7 @@ def words(text: str) -> list[str]:
 
 def content_words(text: str, language: str = "en") -> list[str]:
     stop_words = STOP_WORDS | LANGUAGE_STOP_WORDS.get(language, frozenset())
-    return [w for w in words(text) if w not in stop_words and not _HIRAGANA_RUN.fullmatch(w)]
+    return [w for w in text_words(text) if w not in stop_words and not _HIRAGANA_RUN.fullmatch(w)]
 
 
 def phrase_too_short(phrase: str) -> str | None:
