@@ -1,10 +1,12 @@
 """The retrieval question set: one YAML file a book under bench/retrieval_questions/, and its checks.
 
-Each file names its book, the half it belongs to (`tuning` or `check`, fixed by book, so that
-nothing tuned on one book's questions can leak into the other half) and its questions:
+Each file names its book, its language, the half it belongs to (`tuning` or `check`, fixed by book,
+so that nothing tuned on one book's questions can leak into the other half) and its questions:
 
-    book: 1                      # a Calibre id of corpus/calibre-library, or a path under corpus/local-files
+    book: 1                      # a Calibre id of corpus/calibre-library, a path under corpus/local-files,
+                                 # or a book of the project's own (bench/books/...)
     title: Pride and Prejudice
+    language: en                 # ISO 639-1, the book's own when it records one
     split: tuning
     questions:
       - question: What does everyone assume a rich single man must be looking for?
@@ -13,10 +15,13 @@ nothing tuned on one book's questions can leak into the other half) and its ques
 A returned passage answers a question when it comes from the question's book and contains its
 `phrase` (case and spacing aside). A sound question:
 - has a phrase that occurs exactly once in the text ingest extracts from the book, so a hit is
-  the one passage meant, and of at least MIN_PHRASE_WORDS words;
+  the one passage meant, and of at least MIN_PHRASE_WORDS words (MIN_PHRASE_CHARS characters in
+  Japanese, written without spaces);
 - is asked in other words than the book's: no run of RUN_WORDS consecutive content words (stop
   words aside) of the question occurs in the book's text around the phrase (PASSAGE_MARGIN_CHARS
-  on each side, about a chunk).
+  on each side, about a chunk). Japanese has no spaces to find words by: there a word is a run of
+  kanji or of katakana, and runs of hiragana (particles, inflections) stand between words as stop
+  words do.
 
     .venv/bin/python bench/questions.py [FILE ...]    # prints every unsound question; exit 1 if any
 """
@@ -29,8 +34,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
+
+if TYPE_CHECKING:
+    from services.ingest.documents import ExtractedBook
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS_DIR = Path(__file__).resolve().parent / "retrieval_questions"
@@ -40,11 +49,19 @@ SPLITS = ("tuning", "check")
 HELD_OUT_TITLES = ("king lear", "twelfth night", "mansfield park", "northanger abbey", "moby-dick", "moby dick")
 # Calibre keeps one folder per book, "<Title> (<id>)"; this is the format ingest prefers.
 FORMAT_PREFERENCE = (".epub", ".pdf")
+PROJECT_BOOKS = "bench/books/"
 MIN_PHRASE_WORDS = 3
+MIN_PHRASE_CHARS = 8
 RUN_WORDS = 3
 PASSAGE_MARGIN_CHARS = 800
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+# Kana and kanji, the scripts written without spaces between words.
+_HIRAGANA, _KATAKANA, _KANJI = "\u3041-\u309f", "\u30a0-\u30ff\uff66-\uff9f", "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3005"
+_UNSPACED = re.compile(f"[{_HIRAGANA}{_KATAKANA}{_KANJI}]")
+# A Japanese clause (one word to _WORD) split where the script changes: katakana, kanji, hiragana or other letters.
+_SCRIPT_RUN = re.compile(f"[{_KATAKANA}]+|[{_KANJI}]+|[{_HIRAGANA}]+|[^{_HIRAGANA}{_KATAKANA}{_KANJI}]+")
+_HIRAGANA_RUN = re.compile(f"[{_HIRAGANA}]+")
 STOP_WORDS = frozenset(
     re.findall(
     r"\S+",
@@ -67,14 +84,30 @@ STOP_WORDS = frozenset(
     "cette ces dans sur sous avec pour par pas ne plus en au aux y si qu c s n",
     )
 )
+# Stop words of a language the words above would not cover, used for its files only (the sets above
+# stay what the English, German and French files were checked with).
+LANGUAGE_STOP_WORDS = {
+    "hr": frozenset(re.findall(
+        r"\S+",
+        "i u je na se da za od su a ali ili kao što koji koja koje kojeg kojem kojim kojoj kako gdje kada kad "
+        "zašto li ne to ta taj te ti tu s sa iz do po pri o k ka kod nad pod prije nakon bez biti bi sam si smo "
+        "ste će ću ćete ćeš može mogu možete mogla mogao ja mi vi on ona ono oni one njegov njihov svoj svoja "
+        "svoje svoju svog vaš vaša vaše vašu vašeg vašem vam vas moj moja moje me mene meni ga ih im joj ju jer "
+        "ako pa no već još samo ovaj ova ovo ove ovog ovom ovoj onaj tako onda sve svi sva sav bilo bio bila "
+        "čemu šta tko koga kome čega koliko tim tome toga nije nisu ima imati",
+    )),
+    # Japanese: question words and nouns that only carry grammar (hiragana is never a content word)
+    "ja": frozenset(("何", "誰", "事", "時", "方", "際", "様")),
+}
 
 
 @dataclass(frozen=True)
 class Question:
-    book: int | str  # Calibre id, or a path under corpus/local-files
+    book: int | str  # Calibre id, a path under corpus/local-files, or bench/books/...
     split: str
     question: str
     phrase: str
+    language: str = "en"
 
 
 @dataclass(frozen=True)
@@ -82,17 +115,20 @@ class BookQuestions:
     source: Path
     book: int | str
     title: str
+    language: str
     split: str
     questions: tuple[Question, ...]
 
 
 def load_book(path: Path) -> BookQuestions:
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    book, split = data["book"], data["split"]
+    book, split, language = data["book"], data["split"], data.get("language")
     if split not in SPLITS:
         raise ValueError(f"{path.name}: split must be one of {SPLITS}, not {split!r}")
-    questions = tuple(Question(book, split, q["question"], q["phrase"]) for q in data["questions"])
-    return BookQuestions(path, book, data["title"], split, questions)
+    if not isinstance(language, str) or not re.fullmatch("[a-z]{2}", language):
+        raise ValueError(f"{path.name}: give the book's language as an ISO 639-1 code (language: en), not {language!r}")
+    questions = tuple(Question(book, split, q["question"], q["phrase"], language) for q in data["questions"])
+    return BookQuestions(path, book, data["title"], language, split, questions)
 
 
 def load_books(directory: Path = QUESTIONS_DIR) -> list[BookQuestions]:
@@ -113,9 +149,9 @@ def contains_phrase(text: str, phrase: str) -> bool:
 
 
 def book_file(corpus: Path, book: int | str) -> Path:
-    """The file a book is read from: Calibre's EPUB (else PDF), or a loose local file."""
+    """The file a book is read from: Calibre's EPUB (else PDF), a loose local file, or one of the project's."""
     if isinstance(book, str):
-        return corpus / "local-files" / book
+        return ROOT / book if book.startswith(PROJECT_BOOKS) else corpus / "local-files" / book
     for folder in sorted((corpus / "calibre-library").glob(f"*/* ({book})")):
         for suffix in FORMAT_PREFERENCE:
             found = sorted(folder.glob(f"*{suffix}"))
@@ -125,15 +161,39 @@ def book_file(corpus: Path, book: int | str) -> Path:
 
 
 @cache
-def book_text(path: Path) -> str:
-    """The book's text as ingest extracts it (chunks are cut from it), normalised."""
+def extracted(path: Path) -> ExtractedBook:
+    """The book as ingest extracts it."""
     from services.ingest.extract import extract_book
 
-    return normalise("\n".join(chapter.text for chapter in extract_book(path).chapters))
+    return extract_book(path)
 
 
-def content_words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.casefold().replace("’", "'")) if w not in STOP_WORDS]
+def book_text(path: Path) -> str:
+    """The book's text as ingest extracts it (chunks are cut from it), normalised."""
+    return normalise("\n".join(chapter.text for chapter in extracted(path).chapters))
+
+
+def text_words(text: str) -> list[str]:
+    """The words of `text`, casefolded; in Japanese, runs of one script (see the module's docstring)."""
+    found = []
+    for word in _WORD.findall(text.casefold().replace("’", "'")):
+        found.extend(_SCRIPT_RUN.findall(word) if _UNSPACED.search(word) else [word])
+    return found
+
+
+def content_words(text: str, language: str = "en") -> list[str]:
+    stop_words = STOP_WORDS | LANGUAGE_STOP_WORDS.get(language, frozenset())
+    return [w for w in text_words(text) if w not in stop_words and not _HIRAGANA_RUN.fullmatch(w)]
+
+
+def phrase_too_short(phrase: str) -> str | None:
+    """Why `phrase` is too short to point at one passage, None when it is long enough."""
+    if _UNSPACED.search(phrase):
+        if len("".join(phrase.split())) < MIN_PHRASE_CHARS:
+            return f"has fewer than {MIN_PHRASE_CHARS} characters"
+    elif len(phrase.split()) < MIN_PHRASE_WORDS:
+        return f"has fewer than {MIN_PHRASE_WORDS} words"
+    return None
 
 
 def runs(words: Sequence[str], length: int = RUN_WORDS) -> set[tuple[str, ...]]:
@@ -143,15 +203,16 @@ def runs(words: Sequence[str], length: int = RUN_WORDS) -> set[tuple[str, ...]]:
 def problems(question: Question, text: str) -> Iterable[str]:
     """What makes `question` unsound against its book's normalised `text` (nothing when it is sound)."""
     phrase = normalise(question.phrase)
-    if len(phrase.split()) < MIN_PHRASE_WORDS:
-        yield f"phrase {question.phrase!r} has fewer than {MIN_PHRASE_WORDS} words"
+    too_short = phrase_too_short(phrase)
+    if too_short:
+        yield f"phrase {question.phrase!r} {too_short}"
     count = text.count(phrase)
     if count != 1:
         yield f"phrase {question.phrase!r} occurs {count} times in the book (must be exactly once)"
         return
     at = text.index(phrase)
     passage = text[max(0, at - PASSAGE_MARGIN_CHARS) : at + len(phrase) + PASSAGE_MARGIN_CHARS]
-    shared = runs(content_words(question.question)) & runs(content_words(passage))
+    shared = runs(content_words(question.question, question.language)) & runs(content_words(passage, question.language))
     if shared:
         yield f"question {question.question!r} shares {sorted(' '.join(r) for r in shared)} with its passage"
 
@@ -166,7 +227,11 @@ def check_files(paths: Sequence[Path], corpus: Path = DEFAULT_CORPUS) -> list[st
         book = load_book(path)
         if held_out(book.title):
             found.append(f"{path.name}: {book.title} is held out for unseen checks")
-        text = book_text(book_file(corpus, book.book))
+        source = book_file(corpus, book.book)
+        recorded = extracted(source).language
+        if recorded and recorded.split("-")[0].casefold() != book.language:
+            found.append(f"{path.name}: {source.name} records language {recorded!r}, not {book.language!r}")
+        text = book_text(source)
         seen: set[str] = set()
         for q in book.questions:
             if q.question in seen:

@@ -1,11 +1,13 @@
 """Retrieval quality of alexandria_query: does the passage that answers a question come back, and how high?
 
     .venv/bin/python bench/retrieval.py [--model PATH_OR_PACKAGE ...] [--profile baseline|fast|best ...]
-                                        [--no-gateway]
+                                        [--language ja --language hr ...] [--no-gateway]
                                         [--corpus ../shared/corpus] [--scratch bench/out/retrieval]
 
 Questions: bench/retrieval_questions/*.yaml (bench/questions.py says what makes one sound), split by
 book into a tuning half and a check half. Tune on the tuning half only; the check half is the score.
+Each book's questions are in its language (English, German, French, Japanese, Croatian); `--language`
+(repeatable) asks only those in the languages named, and ingests only their books.
 
 1. For each model (`--model`, repeatable; default: the embedder's default model) under each profile
    (`--profile`, repeatable: EMBEDDER_PROFILE values; a profile's own model unless --model is given), the
@@ -24,8 +26,9 @@ A question is answered at rank r when the r-th result comes from its book and co
 (case and spacing aside); `empty` counts questions answered with no passage at all.
 The last line is JSON: check.recall@5, check.mrr@10, check.empty, tuning.recall@5 (default model,
 default mode, the tool's defaults, in process), the same under "threshold0", under "gateway" (with
-p50_ms), every model/mode/threshold row under "rows", and each configuration's profile, model and
-query_encode_ms under "profiles".
+p50_ms), every model/mode/threshold row under "rows", each hybrid row's figures by language under
+"languages" (row, then language, then "tuning", "check" and "all"), and each configuration's profile,
+model and query_encode_ms under "profiles".
 """
 
 from __future__ import annotations
@@ -210,6 +213,15 @@ def by_split(answers: Sequence[Answer], limit: int = QUERY_LIMIT.high) -> dict[s
     return {split: Scores.of([a for a in answers if a.question.split == split], limit) for split in SPLITS}
 
 
+def by_language(answers: Sequence[Answer], limit: int = QUERY_LIMIT.high) -> dict[str, dict[str, Scores]]:
+    """Each language's halves, and its questions of both halves together under "all"."""
+    scores = {}
+    for language in sorted({a.question.language for a in answers}):
+        mine = [a for a in answers if a.question.language == language]
+        scores[language] = {**by_split(mine, limit), "all": Scores.of(mine, limit)}
+    return scores
+
+
 async def ask_all(searcher: Searcher, questions: Sequence[Question], mode: SearchMode, threshold: float) -> list[Answer]:
     answers = []
     for q in questions:
@@ -360,11 +372,24 @@ def table(title: str, rows: dict[str, dict[str, Scores]]) -> str:
     return "\n".join(lines)
 
 
+def language_table(rows: dict[str, dict[str, dict[str, Scores]]]) -> str:
+    """One line per row and language: questions, then recall@5 / MRR@10 of each half and of both."""
+    lines = ["by language (hybrid): questions, recall@5 / MRR@10 of tuning, check, all",
+             f"{'':<44}{'lang':>6}{'n':>6}" + "".join(f"{half:>16}" for half in (*SPLITS, "all"))]
+    for label, languages in rows.items():
+        for language, halves in languages.items():
+            lines.append(f"{label:<44}{language:>6}{halves['all'].questions:>6}"
+                         + "".join(f"{halves[h].recall[5]:>9.3f} {halves[h].mrr:.3f}" for h in (*SPLITS, "all")))
+    return "\n".join(lines)
+
+
 def per_book(answers: Sequence[Answer]) -> str:
     lines = ["by book (default mode, threshold 0): questions, recall@5, MRR@10"]
     titles = {b.book: (b.title, b.split) for b in load_books()}
     for book, (title, split) in titles.items():
         mine = [a for a in answers if a.question.book == book]
+        if not mine:  # a book of a language not asked (--language)
+            continue
         s = Scores.of(mine)
         lines.append(f"  {split:<7} {title[:40]:<40} {len(mine):>4} {s.recall[5]:>7.3f} {s.mrr:>7.3f}")
     return "\n".join(lines)
@@ -376,21 +401,29 @@ def summary(halves: dict[str, Scores]) -> dict[str, Any]:
             "tuning.mrr@10": round(halves["tuning"].mrr, 4), "tuning.empty": halves["tuning"].empty}
 
 
-async def run(corpus: Path, scratch: Path, configurations: Sequence[Configuration], gateway: bool) -> dict[str, Any]:
-    questions = load_questions()
+async def run(
+    corpus: Path, scratch: Path, configurations: Sequence[Configuration], gateway: bool, languages: Sequence[str] = ()
+) -> dict[str, Any]:
+    questions = [q for q in load_questions() if not languages or q.language in languages]
+    if not questions:
+        raise SystemExit(f"no question is in {', '.join(languages)}; the question set's languages are "
+                         f"{', '.join(sorted({q.language for q in load_questions()}))}")
     runs = [await evaluate_model(corpus, scratch / model_slug(c), c, questions) for c in configurations]
     rows: dict[str, dict[str, Scores]] = {}
+    language_rows: dict[str, dict[str, dict[str, Scores]]] = {}
     for model_run in runs:
         for (mode, label), answers in model_run.answers.items():
             limit = QUERY_LIMIT.default if label == "default" else QUERY_LIMIT.high
-            rows[f"{row_name(model_run)} {mode.value} {label}"] = by_split(
-                [Answer(a.question, a.rank if a.rank is None or a.rank < limit else None, min(a.returned, limit))
-                 for a in answers] if label == "default" else answers,
-                limit,
-            )
+            asked = ([Answer(a.question, a.rank if a.rank is None or a.rank < limit else None, min(a.returned, limit))
+                      for a in answers] if label == "default" else answers)
+            row = f"{row_name(model_run)} {mode.value} {label}"
+            rows[row] = by_split(asked, limit)
+            if mode is SearchMode.HYBRID:
+                language_rows[row] = by_language(asked, limit)
     first = runs[0]
     print(table(f"{len(questions)} questions; 'default' = the tool's defaults (limit {QUERY_LIMIT.default}, threshold "
                 f"{QUERY_THRESHOLD.default}), 'threshold0' = limit {QUERY_LIMIT.high}, threshold 0", rows))
+    print(language_table(language_rows))
     print(per_book(first.answers[(SearchMode.HYBRID, "threshold0")]))
     for model_run in runs:
         print(f"{model_run.model} (profile {model_run.profile}): {model_run.books} books, store {model_run.store_bytes / 1e6:.1f} MB "
@@ -408,6 +441,9 @@ async def run(corpus: Path, scratch: Path, configurations: Sequence[Configuratio
                      for r in runs],
         "off_topic_answered": first.off_topic_answered,
         "rows": {label: {split: s.as_dict() for split, s in halves.items()} for label, halves in rows.items()},
+        "languages": {label: {language: {half: s.as_dict() for half, s in halves.items()}
+                              for language, halves in by_lang.items()}
+                      for label, by_lang in language_rows.items()},
     }
     if gateway:
         answers, seconds = await ask_through_gateway(
@@ -427,6 +463,8 @@ def main() -> None:
     parser.add_argument("--model", action="append", help="EMBEDDER_MODEL values to compare (default: the default)")
     parser.add_argument("--profile", action="append", choices=get_args(EmbedderProfile),
                         help="EMBEDDER_PROFILE values to compare (default: EMBEDDER_PROFILE, else baseline)")
+    parser.add_argument("--language", action="append", default=[],
+                        help="ask only the questions in this language (ISO 639-1, repeatable: --language ja)")
     parser.add_argument("--no-gateway", action="store_true", help="skip the pass through the MCP gateway")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -434,7 +472,7 @@ def main() -> None:
     log.setLevel(logging.INFO)
     configurations = [Configuration(model, profile) for profile in args.profile or [None]
                       for model in args.model or [None]]
-    result = asyncio.run(run(args.corpus, args.scratch.resolve(), configurations, not args.no_gateway))
+    result = asyncio.run(run(args.corpus, args.scratch.resolve(), configurations, not args.no_gateway, args.language))
     print(json.dumps(result))
 
 

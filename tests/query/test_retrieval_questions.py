@@ -62,6 +62,35 @@ def test_the_checks_catch_copied_words_and_ambiguous_phrases() -> None:
     assert list(questions.problems(sound, text)) == []
 
 
+def test_every_language_has_a_book_in_each_half_and_japanese_and_croatian_25_questions() -> None:
+    for language in {b.language for b in BOOKS}:
+        assert {b.split for b in BOOKS if b.language == language} <= set(questions.SPLITS)
+    for language in ("ja", "hr"):
+        assert {b.split for b in BOOKS if b.language == language} == set(questions.SPLITS), language
+        assert sum(len(b.questions) for b in BOOKS if b.language == language) >= 25, language
+
+
+def test_japanese_words_are_runs_of_kanji_or_katakana_between_hiragana() -> None:
+    assert questions.content_words("GNOMEのファイルを削除すると何が起きますか", "ja") == [
+        "gnome", "ファイル", "削除", "起"]
+    text = questions.normalise("ファイルを完全に削除し、ディスクスペースを解放するには、ゴミ箱を空にします。")
+    copied = questions.Question("b", "check", "ファイルを完全に削除するには？", "ゴミ箱を空にします", "ja")
+    assert any("shares ['ファイル 完全 削除']" in p for p in questions.problems(copied, text))
+    # the same words, asked in others: 消去 for 削除, 永久 for 完全
+    sound = questions.Question("b", "check", "ファイルを永久に消去するには？", "ゴミ箱を空にします", "ja")
+    assert list(questions.problems(sound, text)) == []
+    short = questions.Question("b", "check", "何を空にしますか", "ゴミ箱を空に", "ja")
+    assert any("fewer than 8 characters" in p for p in questions.problems(short, text))
+
+
+def test_croatian_stop_words_count_for_croatian_questions_only() -> None:
+    text = questions.normalise("Kako se kalibrira skener za ispis boja? Skener treba kalibrirati rijetko.")
+    asked = "Kako se kalibrira skener?"
+    assert list(questions.problems(questions.Question("b", "check", asked, "Skener treba kalibrirati", "hr"), text)) == []
+    # in an English file "kako" is a content word, as before: the run kako-kalibrira-skener is shared
+    assert any("shares" in p for p in questions.problems(questions.Question("b", "check", asked, "Skener treba kalibrirati"), text))
+
+
 @pytest.mark.parametrize("book", BOOKS, ids=lambda b: b.source.stem)
 def test_each_question_is_sound_against_its_book(book, shared_corpus: Path) -> None:
     assert questions.check_files([book.source], shared_corpus) == []
