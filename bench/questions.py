@@ -45,6 +45,10 @@ ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS_DIR = Path(__file__).resolve().parent / "retrieval_questions"
 DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus"
 SPLITS = ("tuning", "check")
+# The languages of the 222 questions that the headline figures (check.recall@5 ...) were first measured on;
+# the Japanese and Croatian questions came later and are reported by language, so that the headline stays
+# comparable with earlier runs.
+HEADLINE_LANGUAGES = ("en", "de", "fr")
 # Books kept for checks on text the project has never seen: no question may come from them.
 HELD_OUT_TITLES = ("king lear", "twelfth night", "mansfield park", "northanger abbey", "moby-dick", "moby dick")
 # Calibre keeps one folder per book, "<Title> (<id>)"; this is the format ingest prefers.

@@ -25,7 +25,7 @@ Each book's questions are in its language (English, German, French, Japanese, Cr
 A question is answered at rank r when the r-th result comes from its book and contains its phrase
 (case and spacing aside); `empty` counts questions answered with no passage at all.
 The last line is JSON: check.recall@5, check.mrr@10, check.empty, tuning.recall@5 (default model,
-default mode, the tool's defaults, in process), the same under "threshold0", under "gateway" (with
+default mode, the tool's defaults, in process; the English, German and French questions, HEADLINE_LANGUAGES), the same under "threshold0", under "gateway" (with
 p50_ms), every model/mode/threshold row under "rows", each hybrid row's figures by language under
 "languages" (row, then language, then "tuning", "check" and "all"), and each configuration's profile,
 model and query_encode_ms under "profiles".
@@ -53,7 +53,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from questions import DEFAULT_CORPUS, SPLITS, Question, book_file, contains_phrase, load_books, load_questions
+from questions import (
+    DEFAULT_CORPUS,
+    HEADLINE_LANGUAGES,
+    SPLITS,
+    Question,
+    book_file,
+    contains_phrase,
+    load_books,
+    load_questions,
+)
 
 from alexandria.book_identity import FileVersion, local_book_key
 from alexandria.clients import EmbedderClient
@@ -211,6 +220,11 @@ class Scores:
 
 def by_split(answers: Sequence[Answer], limit: int = QUERY_LIMIT.high) -> dict[str, Scores]:
     return {split: Scores.of([a for a in answers if a.question.split == split], limit) for split in SPLITS}
+
+
+def headline(answers: Sequence[Answer]) -> list[Answer]:
+    """The answers the headline figures count: HEADLINE_LANGUAGES' questions, or all when none was asked."""
+    return [a for a in answers if a.question.language in HEADLINE_LANGUAGES] or list(answers)
 
 
 def by_language(answers: Sequence[Answer], limit: int = QUERY_LIMIT.high) -> dict[str, dict[str, Scores]]:
@@ -417,11 +431,11 @@ async def run(
             asked = ([Answer(a.question, a.rank if a.rank is None or a.rank < limit else None, min(a.returned, limit))
                       for a in answers] if label == "default" else answers)
             row = f"{row_name(model_run)} {mode.value} {label}"
-            rows[row] = by_split(asked, limit)
+            rows[row] = by_split(headline(asked), limit)
             if mode is SearchMode.HYBRID:
                 language_rows[row] = by_language(asked, limit)
     first = runs[0]
-    print(table(f"{len(questions)} questions; 'default' = the tool's defaults (limit {QUERY_LIMIT.default}, threshold "
+    print(table(f"{sum(q.language in HEADLINE_LANGUAGES for q in questions) or len(questions)} questions (headline); 'default' = the tool's defaults (limit {QUERY_LIMIT.default}, threshold "
                 f"{QUERY_THRESHOLD.default}), 'threshold0' = limit {QUERY_LIMIT.high}, threshold 0", rows))
     print(language_table(language_rows))
     print(per_book(first.answers[(SearchMode.HYBRID, "threshold0")]))
@@ -449,7 +463,7 @@ async def run(
         answers, seconds = await ask_through_gateway(
             corpus, scratch / model_slug(configurations[0]), questions, configurations[0]
         )
-        through = by_split(answers, QUERY_LIMIT.default)
+        through = by_split(headline(answers), QUERY_LIMIT.default)
         p50 = float(np.percentile(np.asarray(seconds) * 1000, 50))
         print(table(f"through the gateway (MCP client, tool defaults): p50 {p50:.1f} ms", {"gateway": through}))
         result["gateway"] = {**summary(through), "p50_ms": round(p50, 2)}
@@ -462,7 +476,7 @@ def main() -> None:
     parser.add_argument("--scratch", type=Path, default=DEFAULT_SCRATCH, help="kept between runs")
     parser.add_argument("--model", action="append", help="EMBEDDER_MODEL values to compare (default: the default)")
     parser.add_argument("--profile", action="append", choices=get_args(EmbedderProfile),
-                        help="EMBEDDER_PROFILE values to compare (default: EMBEDDER_PROFILE, else baseline)")
+                        help="EMBEDDER_PROFILE values to compare (default: EMBEDDER_PROFILE, else auto)")
     parser.add_argument("--language", action="append", default=[],
                         help="ask only the questions in this language (ISO 639-1, repeatable: --language ja)")
     parser.add_argument("--no-gateway", action="store_true", help="skip the pass through the MCP gateway")
