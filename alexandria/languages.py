@@ -43,8 +43,23 @@ def _language(value: str) -> pycountry.db.Data | None:
 
 def language_code(value: str) -> str:
     """The ISO 639-3 code for a language code, tag or English name; unknown values lowercased as given."""
+    return known_language_code(value) or value.strip().lower()
+
+
+def language_name(value: str) -> str:
+    """The English name of the language `value` names ("Croatian" for "hrv"), else `value` as given."""
     found = _language(value)
-    return found.alpha_3 if found is not None else value.strip().lower()
+    return str(found.name) if found is not None else value
+
+
+# ISO 639's codes for no particular language: undetermined, no linguistic content, multiple, uncoded.
+_NOT_ONE_LANGUAGE = frozenset({"und", "zxx", "mul", "mis"})
+
+
+def known_language_code(value: str) -> str | None:
+    """The ISO 639-3 code of the one language `value` names; None when it names none (or "undetermined")."""
+    found = _language(value)
+    return found.alpha_3 if found is not None and found.alpha_3 not in _NOT_ONE_LANGUAGE else None
 
 
 def language_spellings(value: str) -> list[str]:

@@ -125,7 +125,7 @@ EmbedderBackend = Literal["torch", "onnx", "openvino"]
 # products in bfloat16 on the CPU's AMX/AVX-512-BF16 units. Each gives other vectors, under a name of its own.
 EmbedderQuantize = Literal["none", "int8", "bf16"]
 # A named model, backend and precision (services/embedder/profiles.py); `auto` picks by device.
-EmbedderProfile = Literal["baseline", "fast", "best", "auto"]
+EmbedderProfile = Literal["baseline", "fast", "best", "multilingual", "auto"]
 
 
 class EmbedderSettings(_Env):

@@ -107,6 +107,8 @@ async def cmd_status(layout: StackLayout, settings: ClientSettings) -> int:
               f"{stats.backend} store, status {stats.status}")
         if stats.quantization:
             print(f"           {storage_line(stats)}")
+        if stats.language_note:
+            print(f"          {stats.language_note}")
         await query.close()
     return 0 if healthy else 1
 
@@ -158,6 +160,8 @@ async def _sync(ingest: ServiceClient, request: ingest_pb2.SyncLibraryRequest) -
         print(f"  no file {book.title}: {book.reason}")
     for book in result.failed:
         print(f"  failed  {book.title}: {book.reason}")
+    if result.plan.language_note:
+        print(f"  note    {result.plan.language_note}")
     print(result.summary)
     return 0 if not result.failed else 1
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from alexandria.languages import language_code, language_spellings
+from alexandria.languages import known_language_code, language_code, language_name, language_spellings
 
 
 @pytest.mark.parametrize(
@@ -41,3 +41,14 @@ def test_spellings_cover_what_earlier_collections_stored() -> None:
     assert language_spellings("English") == ["eng", "en"]
     assert language_spellings("de-AT") == ["deu", "de", "ger"]
     assert language_spellings("grc") == ["grc"]
+
+
+def test_a_value_naming_no_one_language_has_no_known_code() -> None:
+    assert [known_language_code(v) for v in ("hr", "Japanese", "und", "zxx", "mul", "", "Klingonish")] == [
+        "hrv", "jpn", None, None, None, None, None
+    ]
+    assert language_code("und") == "und"  # kept as written, as before
+
+
+def test_languages_are_named_in_english() -> None:
+    assert [language_name(v) for v in ("hrv", "ja", "Klingonish")] == ["Croatian", "Japanese", "Klingonish"]

@@ -183,6 +183,12 @@ def complete_books(store: Store, collection: str, **must: Any) -> dict[str, int]
     return store.facet_counts(collection, f.BOOK_KEY, complete(**must))
 
 
+def complete_books_by_language(store: Store, collection: str) -> dict[str, int]:
+    """Language as stored -> how many books `collection` holds whole in it (books with none are not counted)."""
+    return {str(language): len(complete_books(store, collection, **{f.LANGUAGE: language}))
+            for language in store.facet_counts(collection, f.LANGUAGE, complete())}
+
+
 def complete_file_versions(store: Store, collection: str) -> dict[str, FileVersion | None]:
     """Book key -> the version of the file each book held whole was read from (None for books ingested
     before file versions were kept)."""

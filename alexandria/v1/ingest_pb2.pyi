@@ -424,20 +424,22 @@ class SyncBook(_message.Message):
     def __init__(self, book_id: _Optional[int] = ..., title: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class SyncPlan(_message.Message):
-    __slots__ = ("add", "remove", "skip_failed", "unchanged", "change", "no_file")
+    __slots__ = ("add", "remove", "skip_failed", "unchanged", "change", "no_file", "language_note")
     ADD_FIELD_NUMBER: _ClassVar[int]
     REMOVE_FIELD_NUMBER: _ClassVar[int]
     SKIP_FAILED_FIELD_NUMBER: _ClassVar[int]
     UNCHANGED_FIELD_NUMBER: _ClassVar[int]
     CHANGE_FIELD_NUMBER: _ClassVar[int]
     NO_FILE_FIELD_NUMBER: _ClassVar[int]
+    LANGUAGE_NOTE_FIELD_NUMBER: _ClassVar[int]
     add: _containers.RepeatedCompositeFieldContainer[SyncBook]
     remove: _containers.RepeatedCompositeFieldContainer[SyncBook]
     skip_failed: _containers.RepeatedCompositeFieldContainer[SyncBook]
     unchanged: int
     change: _containers.RepeatedCompositeFieldContainer[SyncBook]
     no_file: _containers.RepeatedCompositeFieldContainer[SyncBook]
-    def __init__(self, add: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., remove: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., skip_failed: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., unchanged: _Optional[int] = ..., change: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., no_file: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ...) -> None: ...
+    language_note: str
+    def __init__(self, add: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., remove: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., skip_failed: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., unchanged: _Optional[int] = ..., change: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., no_file: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., language_note: _Optional[str] = ...) -> None: ...
 
 class SyncResult(_message.Message):
     __slots__ = ("plan", "dry_run", "added", "removed", "failed", "summary", "seconds", "replaced", "skipped")

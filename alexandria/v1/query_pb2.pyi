@@ -244,7 +244,7 @@ class GetCollectionStatsRequest(_message.Message):
     def __init__(self, collection: _Optional[str] = ...) -> None: ...
 
 class CollectionStats(_message.Message):
-    __slots__ = ("connected", "collection_name", "points_count", "vector_size", "status", "books", "model", "backend", "disk_bytes", "wal_bytes", "quantization")
+    __slots__ = ("connected", "collection_name", "points_count", "vector_size", "status", "books", "model", "backend", "disk_bytes", "wal_bytes", "quantization", "language_note")
     CONNECTED_FIELD_NUMBER: _ClassVar[int]
     COLLECTION_NAME_FIELD_NUMBER: _ClassVar[int]
     POINTS_COUNT_FIELD_NUMBER: _ClassVar[int]
@@ -256,6 +256,7 @@ class CollectionStats(_message.Message):
     DISK_BYTES_FIELD_NUMBER: _ClassVar[int]
     WAL_BYTES_FIELD_NUMBER: _ClassVar[int]
     QUANTIZATION_FIELD_NUMBER: _ClassVar[int]
+    LANGUAGE_NOTE_FIELD_NUMBER: _ClassVar[int]
     connected: bool
     collection_name: str
     points_count: int
@@ -267,4 +268,5 @@ class CollectionStats(_message.Message):
     disk_bytes: int
     wal_bytes: int
     quantization: str
-    def __init__(self, connected: _Optional[bool] = ..., collection_name: _Optional[str] = ..., points_count: _Optional[int] = ..., vector_size: _Optional[int] = ..., status: _Optional[str] = ..., books: _Optional[int] = ..., model: _Optional[str] = ..., backend: _Optional[str] = ..., disk_bytes: _Optional[int] = ..., wal_bytes: _Optional[int] = ..., quantization: _Optional[str] = ...) -> None: ...
+    language_note: str
+    def __init__(self, connected: _Optional[bool] = ..., collection_name: _Optional[str] = ..., points_count: _Optional[int] = ..., vector_size: _Optional[int] = ..., status: _Optional[str] = ..., books: _Optional[int] = ..., model: _Optional[str] = ..., backend: _Optional[str] = ..., disk_bytes: _Optional[int] = ..., wal_bytes: _Optional[int] = ..., quantization: _Optional[str] = ..., language_note: _Optional[str] = ...) -> None: ...

@@ -83,7 +83,8 @@ async def alexandria_book(ctx: Context, book_id: BookId) -> CallToolResult:
 )
 async def alexandria_stats(ctx: Context, collection: Collection = None) -> CallToolResult:
     """Statistics of the Calibre library (books, authors, formats, languages) and of the searchable collection
-    (passages, books ingested, embedding model). A good first call to see what is available.
+    (passages, books ingested, embedding model; `language_note` says when many books are in languages that model
+    was not trained on, so their searches work poorly). A good first call to see what is available.
 
     If one side is down, its half reports the error and the other half still answers.
     """

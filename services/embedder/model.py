@@ -246,9 +246,19 @@ class EmbeddingModel:
         for word, offsets in zip(encoding.word_ids(), encoding["offset_mapping"], strict=True):
             if word is not None:
                 words.setdefault(word, []).append(offsets)
-        tokenized = TokenizedText([(pieces[0][0], pieces[-1][1]) for pieces in words.values()],
-                                  [len(pieces) for pieces in words.values()])
-        return window_texts(header, text, tokenized, max(1, self.max_seq_length - fixed), overlap)
+        budget = max(1, self.max_seq_length - fixed)
+        spans: list[tuple[int, int]] = []
+        tokens: list[int] = []
+        for pieces in words.values():
+            if len(pieces) > budget:
+                # A run without spaces longer than a window (Japanese or Chinese under a SentencePiece tokenizer,
+                # which reads a whole unspaced run as one word) is cut between its tokens, not truncated.
+                spans.extend(pieces)
+                tokens.extend([1] * len(pieces))
+            else:
+                spans.append((pieces[0][0], pieces[-1][1]))
+                tokens.append(len(pieces))
+        return window_texts(header, text, TokenizedText(spans, tokens), budget, overlap)
 
     @torch.inference_mode()
     def encode(self, texts: list[str]) -> EncodedBatch:

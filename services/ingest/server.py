@@ -330,6 +330,7 @@ def sync_result(outcome: SyncOutcome) -> ingest_pb2.SyncResult:
         skip_failed=[sync_book(s.book, s.reason) for s in plan.failed_before],
         no_file=[sync_book(b, NO_FILE) for b in plan.no_file],
         unchanged=plan.unchanged,
+        language_note=plan.language_note,
     )
     failed, skipped = outcome.failed, outcome.skipped
     if outcome.dry_run:

@@ -19,6 +19,7 @@ import fcntl
 import json
 import os
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from alexandria.book_formats import FormatPreference
 from alexandria.book_identity import FileStamp, FileVersion, is_local_book_key
 from alexandria.clients import ServiceClient
 from alexandria.errors import FailedPrecondition
+from alexandria.model_languages import coverage_note
 from alexandria.store import Filter
 from alexandria.store import schema as f
 from alexandria.v1 import catalog_pb2
@@ -79,6 +81,7 @@ class SyncPlan:
     no_file: list[LibraryFile] = field(default_factory=list)  # nothing to ingest: none of its files is on disk
     unchanged: int = 0
     stale_reason: str = ""  # why the library listed is the catalog's previous read ("": a fresh one)
+    language_note: str = ""  # many books in languages the model was not trained on (model_languages.py)
 
     def counts(self) -> str:
         """The plan in one line, as the plan's progress and a dry run's summary say it."""
@@ -92,10 +95,13 @@ class SyncPlan:
 
 
 def plan_sync(library: catalog_pb2.ListLibraryFilesResponse, held: dict[str, FileVersion | None],
-              failures: dict[str, Failure], remove_deleted: bool, retry_failed: bool) -> SyncPlan:
+              failures: dict[str, Failure], remove_deleted: bool, retry_failed: bool, model_name: str = "") -> SyncPlan:
     """What a sync does: `held` maps the keys of the books the collection holds whole to the version of the
-    file each was read from (None for books ingested before versions were recorded: taken as unchanged)."""
-    plan = SyncPlan(stale_reason=library.stale_reason)
+    file each was read from (None for books ingested before versions were recorded: taken as unchanged). The
+    plan notes when many of the library's books are in languages `model_name` was not trained on."""
+    # The library's books with a file are what the collection holds once the sync is done.
+    languages = Counter(book.language for book in library.books if book.format)
+    plan = SyncPlan(stale_reason=library.stale_reason, language_note=coverage_note(model_name, languages))
     in_library = set()
     for book in library.books:
         in_library.add(book.uuid)
@@ -226,14 +232,14 @@ class LibrarySync:
             listed = await self.catalog.call("ListLibraryFiles",
                                              catalog_pb2.ListLibraryFilesRequest(format_preference=preference))
             writer = BookWriter(self.ingestor.store, request.collection)
+            model = await self.ingestor.embedder.model_info()
             if await asyncio.to_thread(self.ingestor.store.collection_info, request.collection) is not None:
                 # Refuses a collection of another model before any work, and gives a collection made before
                 # file versions were recorded the payload indexes that planning reads.
-                model = await self.ingestor.embedder.model_info()
                 await asyncio.to_thread(writer.ensure_collection, model.dimension, model.name)
             held = await asyncio.to_thread(writer.held_file_versions)
             failures = state.failures()
-            plan = plan_sync(listed, held, failures, request.remove_deleted, request.retry_failed)
+            plan = plan_sync(listed, held, failures, request.remove_deleted, request.retry_failed, model.name)
             report("plan", 1, 1, plan.counts())
             removing = {}
             for key in plan.remove:

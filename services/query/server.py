@@ -246,6 +246,7 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
             disk_bytes=stats.disk_bytes,
             wal_bytes=stats.wal_bytes,
             quantization=stats.quantization,
+            language_note=stats.language_note,
         )
 
 

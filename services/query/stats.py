@@ -6,8 +6,9 @@ import logging
 from dataclasses import dataclass
 
 from alexandria.errors import DeadlineExceeded, Unavailable
+from alexandria.model_languages import coverage_note
 from alexandria.store import Store
-from alexandria.store.records import CollectionModel, complete, complete_books
+from alexandria.store.records import CollectionModel, complete, complete_books, complete_books_by_language
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,7 @@ class CollectionStatistics:
     disk_bytes: int | None = None  # segments and write-ahead log; None: the store cannot tell (a server)
     wal_bytes: int | None = None
     quantization: str = ""  # of the dense vectors; empty when there is no collection
+    language_note: str = ""  # many books in languages the model was not trained on (model_languages.py)
 
 
 def collection_stats(store: Store, collection: str) -> CollectionStatistics:
@@ -43,6 +45,8 @@ def collection_stats(store: Store, collection: str) -> CollectionStatistics:
         books = len(complete_books(store, collection))
         points = store.count(collection, complete())
         storage = store.collection_storage(collection)
+        model = CollectionModel.of(info).name or ""
+        language_note = coverage_note(model, complete_books_by_language(store, collection))
     except (Unavailable, DeadlineExceeded) as exc:
         log.warning("store unreachable for stats: %s", exc.message)
         return CollectionStatistics(False, collection, 0, 0, UNREACHABLE, 0, "", store.backend)
@@ -53,9 +57,10 @@ def collection_stats(store: Store, collection: str) -> CollectionStatistics:
         vector_size=info.vector_size,
         status=info.status,
         books=books,
-        model=CollectionModel.of(info).name or "",
+        model=model,
         backend=store.backend,
         disk_bytes=storage.disk_bytes,
         wal_bytes=storage.wal_bytes,
         quantization=storage.quantization,
+        language_note=language_note,
     )

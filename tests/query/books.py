@@ -27,6 +27,7 @@ class SampleBook:
     calibre_id: int | None
     chapters: tuple[tuple[str, tuple[str, ...]], ...]  # (title, paragraphs)
     hierarchical: bool = True
+    language: str = "eng"
 
 
 PRIDE = SampleBook(
@@ -100,7 +101,7 @@ async def book_points(book: SampleBook, embedder: EmbedderClient, model: str, co
         f.BOOK_TITLE: book.title,
         f.AUTHOR: " & ".join(book.authors),
         f.AUTHORS: list(book.authors),
-        f.LANGUAGE: "eng",
+        f.LANGUAGE: book.language,
         f.FILE_PATH: f"/library/{book.title}.epub",
         f.FORMAT: "EPUB",
         f.MODEL: model,

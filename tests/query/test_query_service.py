@@ -25,7 +25,7 @@ from alexandria.store import Filter, Store, open_store
 from alexandria.store import schema as f
 from alexandria.store.common import disk_usage
 from alexandria.v1 import query_pb2, query_pb2_grpc
-from query.books import EMMA, PRIDE, UNFINISHED, book_points
+from query.books import EMMA, PRIDE, UNFINISHED, SampleBook, book_points
 from services.embedder import server as embedder_server
 from services.embedder.loading import load_model, resolve_model_source
 from services.embedder.model import EmbeddingModel
@@ -321,6 +321,21 @@ async def test_collection_stats(stack: Stack) -> None:
     missing = await stack.query.GetCollectionStats(query_pb2.GetCollectionStatsRequest(collection="nothing"), timeout=10)
     assert (missing.connected, missing.status, missing.points_count) == (True, "missing", 0)
     assert not missing.HasField("disk_bytes") and missing.quantization == ""
+    assert stats.language_note == ""  # English books, an English model
+
+
+async def test_collection_stats_say_when_many_books_are_in_languages_the_model_was_not_trained_on(
+    stack: Stack,
+) -> None:
+    croatian = SampleBook(book_key="uuid-hr", title="Svjetionik", authors=("Anonim",), calibre_id=7, language="hrv",
+                          chapters=(("Prvo poglavlje", ("Stari svjetioničar penjao se svake večeri stubama.",)),))
+    for book in (PRIDE, croatian):
+        await stack.write(book, collection="languages")
+    request = query_pb2.GetCollectionStatsRequest(collection="languages")
+    stats = await stack.query.GetCollectionStats(request, timeout=10)
+    assert stats.language_note.startswith(f"1 of 2 books are in languages {stack.model_name} was not trained on "
+                                          "(English only): Croatian 1;")
+    assert "EMBEDDER_PROFILE=multilingual" in stats.language_note
 
 
 async def test_with_a_cross_encoder_results_come_in_its_order_with_its_scores(
