@@ -3,6 +3,8 @@
     .venv/bin/python bench/scale.py --points 100000 --points 1000000 [--books 10000]
                                     [--queries 200] [--clients 30] [--scratch var/bench-scale] [--keep]
 
+With no size (no --points, no --books), only step 1: the sync and the embedder's memory.
+
 1. Source: `alexandria up` on an empty store with the shared Calibre library, then `alexandria sync` (the
    CLI, as a user runs it): the whole library through the real embedder process, whose memory is read
    right after (item: the embedder's RSS after a whole-library sync). The same embedder then encodes
@@ -29,7 +31,8 @@ point); the bench refuses when the estimate does not fit. The scratch directory 
 unless --keep.
 
 The last line is JSON, for the largest size built: books, points, disk_gb, wal_gb, rss_gb (services,
-peak under load), reopen_s (cold), write_pps, query_p50_ms, query_p95_ms, contextual_p50_ms,
+peak under load), rss_anon_gb (its anonymous part: the rest is the store's mapped files, which the
+kernel can evict), reopen_s (cold), write_pps, query_p50_ms, query_p95_ms, contextual_p50_ms,
 ann_recall@10; then every size under "sizes", the embedder's memory after the sync under "embedder",
 an extrapolation to 10,000 books under "estimate_10000_books", and the store settings under "store".
 """
@@ -130,6 +133,8 @@ class Size:
     rss_start_gb: float
     rss_idle_gb: float
     rss_load_gb: float
+    anon_idle_gb: float  # of the RSS: anonymous memory (the heap), the rest being mapped files (the store's)
+    anon_load_gb: float
     precise: Latency
     contextual: Latency
     under_load: Latency
@@ -270,15 +275,19 @@ def sync_source(scratch: Path, corpus: Path, questions: list[str]) -> EmbedderMe
 
 
 class RssPeak:
-    """The highest RSS of a process, sampled while the `sampling` block runs."""
+    """The highest RSS of a process, and of its anonymous part, sampled while the `sampling` block runs."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
-        self.peak_mb = 0.0
+        self.peak_mb = self.anon_peak_mb = 0.0
+
+    def _read(self) -> None:
+        self.peak_mb = max(self.peak_mb, rss_mb(self.pid))
+        self.anon_peak_mb = max(self.anon_peak_mb, rss_mb(self.pid, "RssAnon"))
 
     async def _sample(self) -> None:
         while True:
-            self.peak_mb = max(self.peak_mb, rss_mb(self.pid))
+            self._read()
             await asyncio.sleep(RSS_SAMPLE_S)
 
     @contextmanager
@@ -288,7 +297,7 @@ class RssPeak:
             yield
         finally:
             task.cancel()
-            self.peak_mb = max(self.peak_mb, rss_mb(self.pid))
+            self._read()
 
 
 async def concurrent_queries(url: str, questions: list[str], clients: int) -> Latency:
@@ -312,6 +321,8 @@ class StackFigures:
     rss_start_mb: float
     rss_idle_mb: float
     rss_load_mb: float
+    anon_idle_mb: float
+    anon_load_mb: float
     precise: Latency
     contextual: Latency
     under_load: Latency
@@ -328,11 +339,12 @@ async def through_stack(stack: RunningStack, start_s: float, questions: list[str
         measured = questions[WARM_UP_QUERIES:]
         precise_latency = await timed(precise, measured)
         contextual_latency = await timed(query_tool(client, "contextual"), measured)
-    rss_idle = rss_mb(services)
+    rss_idle, anon_idle = rss_mb(services), rss_mb(services, "RssAnon")
     peak = RssPeak(services)
     with peak.sampling():
         under_load = await concurrent_queries(stack.mcp_url, loaded, clients)
-    return StackFigures(start_s, rss_start, rss_idle, peak.peak_mb, precise_latency, contextual_latency, under_load)
+    return StackFigures(start_s, rss_start, rss_idle, peak.peak_mb, anon_idle, peak.anon_peak_mb, precise_latency,
+                        contextual_latency, under_load)
 
 
 def measure_size(
@@ -363,7 +375,8 @@ def measure_size(
         segments_gb=segments / GB, wal_gb=wal / GB, reopen_cold_s=cold_s, reopen_warm_s=warm_s,
         ann_recall=recall, ann_query_ms=ann_ms, stack_start_s=served.start_s,
         rss_start_gb=served.rss_start_mb / 1024, rss_idle_gb=served.rss_idle_mb / 1024,
-        rss_load_gb=served.rss_load_mb / 1024, precise=served.precise, contextual=served.contextual,
+        rss_load_gb=served.rss_load_mb / 1024, anon_idle_gb=served.anon_idle_mb / 1024,
+        anon_load_gb=served.anon_load_mb / 1024, precise=served.precise, contextual=served.contextual,
         under_load=served.under_load,
     )
 
@@ -435,6 +448,8 @@ def table(sizes: list[Size]) -> str:
         ("RSS start", "{:>9.2f}", lambda s: s.rss_start_gb),
         ("RSS idle", "{:>8.2f}", lambda s: s.rss_idle_gb),
         ("RSS load", "{:>8.2f}", lambda s: s.rss_load_gb),
+        ("anon idle", "{:>9.2f}", lambda s: s.anon_idle_gb),
+        ("anon load", "{:>9.2f}", lambda s: s.anon_load_gb),
         ("prec p50", "{:>8.1f}", lambda s: s.precise.p50_ms),
         ("prec p95", "{:>8.1f}", lambda s: s.precise.p95_ms),
         ("ctx p50", "{:>7.1f}", lambda s: s.contextual.p50_ms),
@@ -471,6 +486,7 @@ def summary(sizes: list[Size], memory: EmbedderMemory | None, settings: StoreSet
         "disk_gb": round(largest.disk_gb, 2),
         "wal_gb": round(largest.wal_gb, 2),
         "rss_gb": round(largest.rss_load_gb, 2),
+        "rss_anon_gb": round(largest.anon_load_gb, 2),
         "reopen_s": round(largest.reopen_cold_s, 2),
         "write_pps": round(largest.write_pps),
         "query_p50_ms": round(largest.precise.p50_ms, 1),
