@@ -7,7 +7,7 @@ With no size (no --points, no --books), only step 1: the sync and the embedder's
 
 1. Source: `alexandria up` on an empty store with the shared Calibre library, then `alexandria sync` (the
    CLI, as a user runs it): the whole library through the real embedder process, whose memory is read
-   right after (item: the embedder's RSS after a whole-library sync). The same embedder then encodes
+   at idle after it (2 s later: services/embedder/memory.py), with its peak. The same embedder then encodes
    the recall questions, once. Both are kept in the scratch directory, and skipped when already there.
 2. A `bench` collection grows, size after size (`--points`: points in all, chapters included; `--books`:
    books), by copies of the synced books written through the store adapter (bench/replica.py), indexed
@@ -73,6 +73,7 @@ from alexandria.settings import ClientSettings, StoreSettings
 from alexandria.store import Store, StoredPoint, open_store
 from alexandria.store import schema as f
 from alexandria_stack.layout import StackLayout
+from services.embedder.memory import IDLE_BEFORE_RELEASE_S
 from services.query.search import SearchQuery, search_filter
 from tests.e2e.stack import RunningStack, start_stack
 
@@ -268,7 +269,10 @@ def sync_source(scratch: Path, corpus: Path, questions: list[str]) -> EmbedderMe
         done = stack.cli("sync")
         if done.returncode != 0:
             raise SystemExit(f"alexandria sync failed:\n{done.stdout}\n{done.stderr}")
-        memory = EmbedderMemory.of(embedder_pid(stack), time.perf_counter() - started)
+        sync_s = time.perf_counter() - started
+        # Read at idle: once the embedder's bulk lane has given back what its batches freed.
+        time.sleep(2 * IDLE_BEFORE_RELEASE_S)
+        memory = EmbedderMemory.of(embedder_pid(stack), sync_s)
         log.info("synced the shared library in %.0f s: %s", memory.sync_s, done.stdout.strip().splitlines()[-1])
         np.save(scratch / "questions.npy", asyncio.run(embed_questions(scratch, questions)))
     return memory

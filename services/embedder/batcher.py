@@ -20,7 +20,7 @@ a time: the asyncio loop stays free, and torch never has more callers than the c
   see threads.py).
 - `on_idle`, when given, runs in a worker thread once the batcher has had nothing to do for
   `idle_after_s` after its last batch (the bulk lane gives the memory its batches freed back:
-  memory.py). Waiting that long first keeps it out of the short gaps between an ingest's requests.
+  memory.py).
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ class MicroBatcher:
         workers: int = 1,
         worker_setup: Callable[[], None] | None = None,
         on_idle: Callable[[], object] | None = None,
-        idle_after_s: float = 1.0,
+        idle_after_s: float = 0.0,
     ) -> None:
         self._encode = encode
         self._dimension = dimension

@@ -23,6 +23,9 @@ def _malloc_trim() -> Callable[[int], int] | None:
 
 
 _MALLOC_TRIM = _malloc_trim()
+# How long the bulk lane stays idle before it gives memory back: longer than the gaps between the
+# requests of one ingest, so that a book's batches do not fault the same pages in again and again.
+IDLE_BEFORE_RELEASE_S = 1.0
 
 
 def release_free_memory() -> bool:

@@ -30,7 +30,7 @@ from alexandria.settings import EmbedderSettings
 from alexandria.v1 import embedder_pb2, embedder_pb2_grpc
 from services.embedder.batcher import MicroBatcher
 from services.embedder.loading import load_configured_model, resolve_device, resolve_model_source
-from services.embedder.memory import release_free_memory
+from services.embedder.memory import IDLE_BEFORE_RELEASE_S, release_free_memory
 from services.embedder.model import (
     WARM_UP_TEXTS,
     EmbeddingModel,
@@ -282,6 +282,7 @@ def create_server(settings: EmbedderSettings, *, model: EmbeddingModel | None = 
                 workers=workers,
                 worker_setup=setup,
                 on_idle=on_idle[kind],
+                idle_after_s=IDLE_BEFORE_RELEASE_S,
             )
             for kind, (workers, setup) in lane_threads.items()
         }
