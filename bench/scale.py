@@ -126,6 +126,7 @@ class Size:
     upsert_pps: float
     segments_gb: float
     wal_gb: float
+    segments: int  # every query searches each one
     reopen_cold_s: float
     reopen_warm_s: float
     ann_recall: float
@@ -156,6 +157,11 @@ def shard_bytes(path: Path) -> tuple[int, int]:
             else:
                 segments += size
     return segments, wal
+
+
+def segment_count(path: Path) -> int:
+    """Segments of one collection's directory."""
+    return sum(1 for segment in (path / "segments").iterdir() if segment.is_dir())
 
 
 def drop_from_page_cache(path: Path) -> None:
@@ -376,7 +382,7 @@ def measure_size(
     return Size(
         books=copies * source.books, points=points, passages=copies * source.passages,
         write_pps=written / (upsert_s + optimize_s), upsert_pps=written / upsert_s,
-        segments_gb=segments / GB, wal_gb=wal / GB, reopen_cold_s=cold_s, reopen_warm_s=warm_s,
+        segments_gb=segments / GB, wal_gb=wal / GB, segments=segment_count(collection_dir), reopen_cold_s=cold_s, reopen_warm_s=warm_s,
         ann_recall=recall, ann_query_ms=ann_ms, stack_start_s=served.start_s,
         rss_start_gb=served.rss_start_mb / 1024, rss_idle_gb=served.rss_idle_mb / 1024,
         rss_load_gb=served.rss_load_mb / 1024, anon_idle_gb=served.anon_idle_mb / 1024,
@@ -445,6 +451,7 @@ def table(sizes: list[Size]) -> str:
         ("upsert p/s", "{:>10.0f}", lambda s: s.upsert_pps),
         ("seg GB", "{:>7.2f}", lambda s: s.segments_gb),
         ("wal GB", "{:>6.2f}", lambda s: s.wal_gb),
+        ("segments", "{:>8}", lambda s: s.segments),
         ("KB/book", "{:>8.0f}", lambda s: s.disk_gb * GB / 1024 / s.books),
         ("reopen s", "{:>8.2f}", lambda s: s.reopen_cold_s),
         ("warm s", "{:>6.2f}", lambda s: s.reopen_warm_s),

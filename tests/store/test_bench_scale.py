@@ -80,3 +80,4 @@ def test_copies_keep_the_books_apart_and_the_search_agrees_with_exact_search(tmp
         store.close()
     segments, wal = scale.shard_bytes(tmp_path / "store" / scale.BENCH)
     assert segments > 0 and wal > 0
+    assert scale.segment_count(tmp_path / "store" / scale.BENCH) >= 1
