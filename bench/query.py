@@ -6,8 +6,8 @@ Setup (kept in the scratch directory between runs):
 1. a few corpus books are ingested into a `source` collection (bench/retrieval.py's `ingest_corpus`:
    the ingest pipeline);
 2. a `bench` collection is filled with `--chunks` chunks by copying the source books under new book
-   keys and ids (chapters and their children alike, sentence vectors included), each chunk vector
-   nudged by a little noise so that the copies are not exact duplicates; then indexed (optimize).
+   keys and ids (bench/replica.py: chapters and their children alike, window vectors included, each
+   chunk vector nudged by a little noise so that the copies are not exact duplicates), indexed as it grows.
 
 Queries: the questions of bench/retrieval_questions.yaml, each asked in several wordings
 (QUESTION_WORDINGS), so that the `--queries` questions of a measurement are all different
@@ -52,7 +52,6 @@ import os
 import shutil
 import sys
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +64,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from mcp import Client, StdioServerParameters
+from replica import SourceBooks, write_copies
 from retrieval import (
     DEFAULT_CORPUS,
     book_file,
@@ -78,9 +78,9 @@ from retrieval import (
 from alexandria.clients import EmbedderClient, ServiceClient, check_health
 from alexandria.logs import configure_logging
 from alexandria.settings import ClientSettings, EmbedderSettings, StoreSettings
-from alexandria.store import Filter, PointRecord, SparseVector, Store, StoredPoint, open_store
+from alexandria.store import Filter, Store, open_store
 from alexandria.store import schema as f
-from alexandria.store.lexical import encode_document, encode_query
+from alexandria.store.lexical import encode_query
 from alexandria.v1 import query_pb2, query_pb2_grpc
 from alexandria_stack.layout import StackLayout
 from services.embedder.loading import load_configured_model, resolve_device
@@ -112,10 +112,6 @@ QUESTION_WORDINGS = (
     "Please look up: {}",
     "{} Cite the book.",
 )
-VECTOR_NOISE = 0.02
-UPSERT_BATCH = 1000
-COPIES_PER_ROUND = 10
-COPY_NAMESPACE = uuid.UUID("0d9b1f40-5a6f-4f0e-9d61-7a3c2b8e4c11")
 MODES = ("precise", "contextual", "comprehensive")
 
 log = logging.getLogger("bench.query")
@@ -156,51 +152,17 @@ def distinct_questions(questions: list[str], count: int, skip: int = 0) -> list[
     return wordings[skip : skip + count]
 
 
-def _copy_points(
-    records: list[PointRecord], copies: range, lexical: dict[str, SparseVector], rng: np.random.Generator
-) -> list[StoredPoint]:
-    """Copies number `copies` of the source points under new book keys and ids, chunk vectors nudged apart."""
-    points = []
-    for copy in copies:
-        new_id = {r.id: str(uuid.uuid5(COPY_NAMESPACE, f"{copy}/{r.id}")) for r in records}
-        for r in records:
-            payload = {
-                **r.payload,
-                f.BOOK_KEY: f"{r.payload[f.BOOK_KEY]}-copy{copy}",
-                # Not the source's path: removing the book ingested during the run must not hit copies.
-                f.FILE_PATH: f"{r.payload.get(f.FILE_PATH, '')}#copy{copy}",
-                f.COMPLETE: True,
-            }
-            if r.payload.get(f.PARENT_ID):
-                payload[f.PARENT_ID] = new_id[r.payload[f.PARENT_ID]]
-            dense = r.dense + rng.normal(0, VECTOR_NOISE, r.dense.shape).astype(np.float32)
-            points.append(
-                StoredPoint(new_id[r.id], dense / np.linalg.norm(dense), lexical[r.id], payload, r.windows)
-            )
-    return points
-
-
 def fill_bench_collection(store: Store, chunks: int) -> None:
     """The bench collection with at least `chunks` searchable chunks copied from the source books."""
     searchable = Filter(must={f.LEVEL: [f.Level.CHILD.value, f.Level.FLAT.value]})
     if store.collection_info(BENCH) is not None and store.count(BENCH, searchable) >= chunks:
         return
-    source_info = store.collection_info(SOURCE)
-    records = store.scroll(SOURCE, Filter(must={f.COMPLETE: True}), limit=10**7, with_vectors=True)
-    lexical = {r.id: encode_document(str(r.payload[f.TEXT])) for r in records}
-    per_copy = sum(r.payload.get(f.LEVEL) != f.Level.PARENT for r in records)
-    copies = -(-chunks // per_copy)
-    log.info("filling %s: %d copies of %d points (%d chunks each)", BENCH, copies, len(records), per_copy)
-    store.ensure_collection(BENCH, source_info.vector_size, source_info.metadata)
-    rng = np.random.default_rng(7)
-    started = time.perf_counter()
-    for first in range(0, copies, COPIES_PER_ROUND):
-        points = _copy_points(records, range(first, min(first + COPIES_PER_ROUND, copies)), lexical, rng)
-        for start in range(0, len(points), UPSERT_BATCH):
-            store.upsert(BENCH, points[start : start + UPSERT_BATCH])
-        # Indexing as it grows keeps each optimize short (see alexandria/store/embedded.py).
-        store.optimize(BENCH)
-    log.info("filled %s in %.0f s", BENCH, time.perf_counter() - started)
+    source = SourceBooks.read(store, SOURCE)
+    copies = -(-chunks // source.passages)
+    log.info("filling %s: %d copies of %d points (%d chunks each)", BENCH, copies, len(source.records),
+             source.passages)
+    written = write_copies(store, source, BENCH, range(copies))
+    log.info("filled %s in %.0f s", BENCH, written.seconds)
 
 
 def copy_bench_collection(scratch: Path) -> StoreSettings:

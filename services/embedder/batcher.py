@@ -18,6 +18,9 @@ a time: the asyncio loop stays free, and torch never has more callers than the c
   instead of the process growing without bound.
 - `worker_setup` runs in each worker thread as it starts (its CPU priority and torch threads:
   see threads.py).
+- `on_idle`, when given, runs in a worker thread once the batcher has had nothing to do for
+  `idle_after_s` after its last batch (the bulk lane gives the memory its batches freed back:
+  memory.py).
 """
 
 from __future__ import annotations
@@ -111,6 +114,8 @@ class MicroBatcher:
         name: str = "embedder-model",
         workers: int = 1,
         worker_setup: Callable[[], None] | None = None,
+        on_idle: Callable[[], object] | None = None,
+        idle_after_s: float = 0.0,
     ) -> None:
         self._encode = encode
         self._dimension = dimension
@@ -131,6 +136,9 @@ class MicroBatcher:
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name, initializer=worker_setup)
         self._collector: asyncio.Task[None] | None = None
         self._closed = False
+        self._on_idle = on_idle
+        self._idle_after_s = idle_after_s
+        self._idle_timer: asyncio.TimerHandle | None = None
 
     @property
     def admitted(self) -> int:
@@ -144,6 +152,8 @@ class MicroBatcher:
     async def close(self) -> None:
         """Stop: requests not yet answered fail with Unavailable; a batch already running finishes."""
         self._closed = True
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
         running = [piece.request for batch in self._running for piece in batch.slices]
         unanswered = [*running, *self._small, *self._large]
         # The collector first: a running batch that stops frees a worker it would hand more work to.
@@ -252,6 +262,19 @@ class MicroBatcher:
             self._last_batch_done_at = loop.time()
             del self._running[batch]
             self._free_workers.release()
+            if self._on_idle is not None and self._is_idle():
+                if self._idle_timer is not None:
+                    self._idle_timer.cancel()
+                self._idle_timer = loop.call_later(self._idle_after_s, self._run_on_idle)
+
+    def _is_idle(self) -> bool:
+        return not self._running and not self._queued and not self._closed
+
+    def _run_on_idle(self) -> None:
+        """`on_idle` in a worker thread, unless work came in since the timer was set (its end sets another)."""
+        self._idle_timer = None
+        if self._on_idle is not None and self._is_idle():
+            asyncio.get_running_loop().run_in_executor(self._executor, self._on_idle)
 
     async def _merge_window(self) -> None:
         """After a merged batch, wait for as many callers (or a full batch) while they keep coming.

@@ -30,6 +30,7 @@ from alexandria.settings import EmbedderSettings
 from alexandria.v1 import embedder_pb2, embedder_pb2_grpc
 from services.embedder.batcher import MicroBatcher
 from services.embedder.loading import load_configured_model, resolve_device, resolve_model_source
+from services.embedder.memory import IDLE_BEFORE_RELEASE_S, release_free_memory
 from services.embedder.model import (
     WARM_UP_TEXTS,
     EmbeddingModel,
@@ -268,6 +269,8 @@ def create_server(settings: EmbedderSettings, *, model: EmbeddingModel | None = 
             EmbedKind.QUERY: (1, worker_setup(cpu_threads)),
             EmbedKind.PASSAGE: (bulk_workers, worker_setup(1, idle_cores_only=True)),
         }
+        # A query's few tensors are small; a passage batch's are what the process would keep (memory.py).
+        on_idle = {EmbedKind.QUERY: None, EmbedKind.PASSAGE: release_free_memory}
         lanes = {
             kind: MicroBatcher(
                 loaded.encoder_for(kind),
@@ -278,6 +281,8 @@ def create_server(settings: EmbedderSettings, *, model: EmbeddingModel | None = 
                 name=f"embedder-{kind.value}",
                 workers=workers,
                 worker_setup=setup,
+                on_idle=on_idle[kind],
+                idle_after_s=IDLE_BEFORE_RELEASE_S,
             )
             for kind, (workers, setup) in lane_threads.items()
         }

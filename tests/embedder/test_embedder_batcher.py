@@ -310,3 +310,28 @@ async def test_closing_fails_what_is_still_waiting_with_unavailable() -> None:
             await task
     with pytest.raises(Unavailable):
         await batcher.embed(["late"])
+
+
+@pytest.mark.asyncio
+async def test_on_idle_runs_in_a_worker_once_the_batcher_has_drained(closing: list[MicroBatcher]) -> None:
+    model = FakeModel(gated=True)
+    idle = threading.Event()
+    idle_threads: list[int] = []
+
+    def on_idle() -> None:
+        idle_threads.append(threading.get_ident())
+        idle.set()
+
+    batcher = MicroBatcher(model.encode, dimension=DIMENSION, max_batch=2, wait_s=0.0, queue_limit=100,
+                           on_idle=on_idle, idle_after_s=0.0)
+    batcher.start()
+    closing.append(batcher)
+    texts = asyncio.create_task(batcher.embed(["a1", "b2", "c3"]))  # two batches
+    await model.wait_until_busy()
+    model.release()
+    await model.wait_until_busy()  # the second batch runs: the first one's end found work waiting
+    assert not idle.is_set()
+    model.release()
+    await texts
+    assert await asyncio.to_thread(idle.wait, 5)
+    assert len(idle_threads) == 1 and idle_threads[0] in model.threads

@@ -1,0 +1,541 @@
+"""The whole library on one machine: store size, memory, restart, query latency and ANN recall as it grows.
+
+    .venv/bin/python bench/scale.py --points 100000 --points 1000000 [--books 10000]
+                                    [--queries 200] [--clients 30] [--scratch var/bench-scale] [--keep]
+
+With no size (no --points, no --books), only step 1: the sync and the embedder's memory.
+
+1. Source: `alexandria up` on an empty store with the shared Calibre library, then `alexandria sync` (the
+   CLI, as a user runs it): the whole library through the real embedder process, whose memory is read
+   at idle after it (2 s later: services/embedder/memory.py), with its peak. The same embedder then encodes
+   the recall questions, once. Both are kept in the scratch directory, and skipped when already there.
+2. A `bench` collection grows, size after size (`--points`: points in all, chapters included; `--books`:
+   books), by copies of the synced books written through the store adapter (bench/replica.py), indexed
+   as it grows. The store is opened with the StoreSettings of the environment (every QDRANT_* and
+   EMBEDDED_* variable but the server's address: this bench measures the embedded store a stack runs).
+   At each size:
+   - write throughput: the points written for this size over the time their upserts and optimizes took;
+   - disk: the collection's segments and its write-ahead log apart, in all and a book;
+   - reopen: the time `open_store` takes on the closed store (a restart), cold (this store's files
+     dropped from the page cache first, by posix_fadvise: other processes' pages are left alone) and warm;
+   - ANN recall@10: the dense query the store answers (the query service's filter: complete, searchable
+     points) against exact search (every searchable vector, kept aside as it was written) for
+     `--queries` real questions (bench/retrieval_questions/, several wordings each);
+   - through the stack (`alexandria up` on this store with QDRANT_COLLECTION=bench): the services
+     process's RSS at idle (after start, after the latency runs) and at its peak while `--clients` MCP
+     clients, each its own connection, ask `--client-queries` questions each at once; alexandria_query
+     p50 / p95 in precise and contextual mode, one question after another, other questions than the
+     recall's and the warm-up's.
+Before building, the free disk is checked against an estimate (from the synced books' own bytes a
+point); the bench refuses when the estimate does not fit. The scratch directory is removed at the end
+unless --keep.
+
+The last line is JSON, for the largest size built: books, points, disk_gb, wal_gb, rss_gb (services,
+peak under load), rss_anon_gb (its anonymous part: the rest is the store's mapped files, which the
+kernel can evict), reopen_s (cold), write_pps, query_p50_ms, query_p95_ms, contextual_p50_ms,
+ann_recall@10; then every size under "sizes", the embedder's memory after the sync under "embedder",
+an extrapolation to 10,000 books under "estimate_10000_books", and the store settings under "store".
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import shutil
+import statistics
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from mcp import Client
+from query import Latency, call_tool, distinct_questions, query_tool, timed
+from questions import DEFAULT_CORPUS, load_questions
+from replica import SourceBooks, write_copies
+from retrieval import store_settings
+from stack import rss_mb
+
+from alexandria.clients import EmbedderClient
+from alexandria.logs import configure_logging
+from alexandria.settings import ClientSettings, StoreSettings
+from alexandria.store import Store, StoredPoint, open_store
+from alexandria.store import schema as f
+from alexandria_stack.layout import StackLayout
+from services.embedder.memory import IDLE_BEFORE_RELEASE_S
+from services.query.search import SearchQuery, search_filter
+from tests.e2e.stack import RunningStack, start_stack
+
+DEFAULT_SCRATCH = ROOT / "var" / "bench-scale"
+BENCH = "bench"
+ANN_LIMIT = 10
+WARM_UP_QUERIES = 20
+RSS_SAMPLE_S = 0.02
+# Exact search scores this many stored vectors at a time against every question.
+EXACT_BLOCK = 200_000
+# The estimate's margin over the synced books' own bytes a point: index growth, merges in flight, the WAL.
+DISK_MARGIN = 1.5
+GB = 1024**3
+LIBRARY_BOOKS = 10_000
+
+log = logging.getLogger("bench.scale")
+
+
+@dataclass(frozen=True)
+class EmbedderMemory:
+    """The embedder process after the sync: resident, peak, anonymous (heap) and file-backed (libraries,
+    mapped weights) memory in MB, and its threads."""
+
+    rss_mb: float
+    peak_mb: float
+    anonymous_mb: float
+    file_mb: float
+    threads: int
+    sync_s: float
+
+    @classmethod
+    def of(cls, pid: int, sync_s: float) -> EmbedderMemory:
+        rollup = {}
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
+            name, value, *_ = line.split()
+            rollup[name.rstrip(":")] = int(value) / 1024
+        threads = len(list(Path(f"/proc/{pid}/task").iterdir()))
+        return cls(rss_mb(pid), rss_mb(pid, "VmHWM"), rollup["Anonymous"], rollup["Rss"] - rollup["Anonymous"],
+                   threads, sync_s)
+
+
+@dataclass(frozen=True)
+class Size:
+    """The figures of one size of the bench collection."""
+
+    books: int
+    points: int
+    passages: int
+    write_pps: float
+    upsert_pps: float
+    segments_gb: float
+    wal_gb: float
+    segments: int  # every query searches each one
+    reopen_cold_s: float
+    reopen_warm_s: float
+    ann_recall: float
+    ann_query_ms: float
+    stack_start_s: float
+    rss_start_gb: float
+    rss_idle_gb: float
+    rss_load_gb: float
+    anon_idle_gb: float  # of the RSS: anonymous memory (the heap), the rest being mapped files (the store's)
+    anon_load_gb: float
+    precise: Latency
+    contextual: Latency
+    under_load: Latency
+
+    @property
+    def disk_gb(self) -> float:
+        return self.segments_gb + self.wal_gb
+
+
+def shard_bytes(path: Path) -> tuple[int, int]:
+    """(segments and the rest, write-ahead log) bytes of one collection's directory."""
+    segments = wal = 0
+    for file in path.rglob("*"):
+        if file.is_file():
+            size = file.stat().st_blocks * 512  # what the disk holds: sparse files count what they use
+            if "wal" in file.relative_to(path).parts:
+                wal += size
+            else:
+                segments += size
+    return segments, wal
+
+
+def segment_count(path: Path) -> int:
+    """Segments of one collection's directory."""
+    return sum(1 for segment in (path / "segments").iterdir() if segment.is_dir())
+
+
+def drop_from_page_cache(path: Path) -> None:
+    """Evict this directory's files from the page cache (theirs alone), as after a reboot."""
+    for file in path.rglob("*"):
+        if file.is_file():
+            fd = os.open(file, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+
+def timed_open(settings: StoreSettings) -> tuple[Store, float]:
+    started = time.perf_counter()
+    store = open_store(settings)
+    return store, time.perf_counter() - started
+
+
+def check_disk(scratch: Path, needed: float, what: str) -> None:
+    free = shutil.disk_usage(scratch).free
+    log.info("disk: %.1f GB free under %s; %s needs about %.1f GB", free / GB, scratch, what, needed / GB)
+    if needed > free:
+        raise SystemExit(
+            f"not enough disk for {what}: about {needed / GB:.1f} GB needed, {free / GB:.1f} GB free under "
+            f"{scratch} (df -h {scratch}); build fewer points, or point --scratch at a larger disk"
+        )
+
+
+class ExactSearch:
+    """Every searchable vector written to the bench collection, in a file beside it, searched exhaustively."""
+
+    def __init__(self, scratch: Path, source: SourceBooks, copies: int) -> None:
+        self.source = source
+        self.searchable = np.array([r.payload.get(f.LEVEL) != f.Level.PARENT for r in source.records])
+        rows = (copies * len(source.records), source.vector_size)
+        self.vectors = np.lib.format.open_memmap(scratch / "bench-vectors.npy", "w+", np.float32, rows)
+        self.written = 0
+
+    def add(self, first_copy: int, points: list[StoredPoint]) -> None:
+        row = first_copy * len(self.source.records)
+        self.vectors[row : row + len(points)] = np.stack([p.dense for p in points])
+        self.written = max(self.written, row + len(points))
+
+    def top_ids(self, queries: np.ndarray, limit: int) -> list[set[str]]:
+        """The ids of the `limit` searchable points nearest each query by cosine."""
+        queries = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+        best_scores = np.full((len(queries), 0), -np.inf, np.float32)
+        best_rows = np.zeros((len(queries), 0), np.int64)
+        per_copy = len(self.source.records)
+        for start in range(0, self.written, EXACT_BLOCK):
+            block = np.asarray(self.vectors[start : min(start + EXACT_BLOCK, self.written)])
+            scores = queries @ block.T
+            scores[:, ~self.searchable[np.arange(start, start + len(block)) % per_copy]] = -np.inf
+            scores, rows = _best(scores, np.arange(start, start + len(block))[None, :], limit)
+            best_scores, best_rows = _best(np.concatenate([best_scores, scores], axis=1),
+                                           np.concatenate([best_rows, rows], axis=1), limit)
+        return [{self.source.point_id(int(row) // per_copy, self.source.records[int(row) % per_copy].id)
+                 for row in query_rows} for query_rows in best_rows]
+
+
+def _best(scores: np.ndarray, rows: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """The `limit` highest scores of each query (row of `scores`) and their rows (`rows` broadcasts)."""
+    keep = np.argpartition(-scores, min(limit, scores.shape[1]) - 1, axis=1)[:, :limit]
+    return np.take_along_axis(scores, keep, axis=1), np.take_along_axis(np.broadcast_to(rows, scores.shape), keep, axis=1)
+
+
+def ann_recall(store: Store, exact: ExactSearch, queries: np.ndarray) -> tuple[float, float]:
+    """(mean recall@10 of the store's dense query against exact search, the query's p50 ms in this process)."""
+    where = search_filter(SearchQuery("", BENCH))
+    truth = exact.top_ids(queries, ANN_LIMIT)
+    recalls, seconds = [], []
+    for vector, expected in zip(queries, truth, strict=True):
+        started = time.perf_counter()
+        hits = store.query_dense(BENCH, vector, where, ANN_LIMIT)
+        seconds.append(time.perf_counter() - started)
+        recalls.append(len(expected & {h.id for h in hits}) / ANN_LIMIT)
+    return float(np.mean(recalls)), statistics.median(seconds) * 1000
+
+
+@contextmanager
+def stack_on(scratch: Path, corpus: Path, collection: str | None = None) -> Iterator[tuple[RunningStack, float]]:
+    """`alexandria up` on the scratch store (serving `collection` when given), with its start-up seconds."""
+    started = time.perf_counter()
+    stack = start_stack(scratch, corpus / "calibre-library", corpus / "local-files",
+                        {"QDRANT_COLLECTION": collection} if collection else None)
+    try:
+        yield stack, time.perf_counter() - started
+    finally:
+        stack.stop()
+
+
+def embedder_pid(stack: RunningStack) -> int:
+    return next(pid for pid, command in stack.children().items() if command.endswith("services embedder"))
+
+
+async def embed_questions(scratch: Path, questions: list[str]) -> np.ndarray:
+    embedder = EmbedderClient(StackLayout(scratch).socket("embedder"), ClientSettings())
+    try:
+        return np.stack([await embedder.embed_query(question) for question in questions])
+    finally:
+        await embedder.close()
+
+
+def sync_source(scratch: Path, corpus: Path, questions: list[str]) -> EmbedderMemory:
+    """The shared library synced into the scratch store by a stack; the embedder's memory after; the
+    questions' vectors saved beside the store."""
+    with stack_on(scratch, corpus) as (stack, _):
+        started = time.perf_counter()
+        done = stack.cli("sync")
+        if done.returncode != 0:
+            raise SystemExit(f"alexandria sync failed:\n{done.stdout}\n{done.stderr}")
+        sync_s = time.perf_counter() - started
+        # Read at idle: once the embedder's bulk lane has given back what its batches freed.
+        time.sleep(2 * IDLE_BEFORE_RELEASE_S)
+        memory = EmbedderMemory.of(embedder_pid(stack), sync_s)
+        log.info("synced the shared library in %.0f s: %s", memory.sync_s, done.stdout.strip().splitlines()[-1])
+        np.save(scratch / "questions.npy", asyncio.run(embed_questions(scratch, questions)))
+    return memory
+
+
+class RssPeak:
+    """The highest RSS of a process, and of its anonymous part, sampled while the `sampling` block runs."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak_mb = self.anon_peak_mb = 0.0
+
+    def _read(self) -> None:
+        self.peak_mb = max(self.peak_mb, rss_mb(self.pid))
+        self.anon_peak_mb = max(self.anon_peak_mb, rss_mb(self.pid, "RssAnon"))
+
+    async def _sample(self) -> None:
+        while True:
+            self._read()
+            await asyncio.sleep(RSS_SAMPLE_S)
+
+    @contextmanager
+    def sampling(self) -> Iterator[None]:
+        task = asyncio.get_running_loop().create_task(self._sample())
+        try:
+            yield
+        finally:
+            task.cancel()
+            self._read()
+
+
+async def concurrent_queries(url: str, questions: list[str], clients: int) -> Latency:
+    """`clients` MCP clients, each on its own connection, asking their share of `questions` at once."""
+    async def one_client(share: list[str]) -> list[float]:
+        seconds = []
+        async with Client(url) as client:
+            for question in share:
+                started = time.perf_counter()
+                await call_tool(client, "alexandria_query", {"query": question})
+                seconds.append(time.perf_counter() - started)
+        return seconds
+
+    shares = await asyncio.gather(*(one_client(questions[i::clients]) for i in range(clients)))
+    return Latency.of([s for share in shares for s in share])
+
+
+@dataclass(frozen=True)
+class StackFigures:
+    start_s: float
+    rss_start_mb: float
+    rss_idle_mb: float
+    rss_load_mb: float
+    anon_idle_mb: float
+    anon_load_mb: float
+    precise: Latency
+    contextual: Latency
+    under_load: Latency
+
+
+async def through_stack(stack: RunningStack, start_s: float, questions: list[str], loaded: list[str],
+                        clients: int) -> StackFigures:
+    services = stack.services_pid()
+    rss_start = rss_mb(services)
+    async with Client(stack.mcp_url) as client:
+        precise = query_tool(client, "precise")
+        for question in questions[:WARM_UP_QUERIES]:
+            await precise(question)
+        measured = questions[WARM_UP_QUERIES:]
+        precise_latency = await timed(precise, measured)
+        contextual_latency = await timed(query_tool(client, "contextual"), measured)
+    rss_idle, anon_idle = rss_mb(services), rss_mb(services, "RssAnon")
+    peak = RssPeak(services)
+    with peak.sampling():
+        under_load = await concurrent_queries(stack.mcp_url, loaded, clients)
+    return StackFigures(start_s, rss_start, rss_idle, peak.peak_mb, anon_idle, peak.anon_peak_mb, precise_latency,
+                        contextual_latency, under_load)
+
+
+def measure_size(
+    settings: StoreSettings, scratch: Path, corpus: Path, source: SourceBooks, exact: ExactSearch,
+    copies: int, build_s: tuple[int, float, float], queries: np.ndarray, questions: list[str], loaded: list[str],
+    clients: int,
+) -> Size:
+    """The figures of the bench collection as it stands (closed): disk, reopen, recall, then the stack's."""
+    collection_dir = settings.embedded_path / BENCH
+    segments, wal = shard_bytes(collection_dir)
+    drop_from_page_cache(settings.embedded_path)
+    store, cold_s = timed_open(settings)
+    store.close()
+    store, warm_s = timed_open(settings)
+    try:
+        recall, ann_ms = ann_recall(store, exact, queries)
+        points = store.count(BENCH)
+    finally:
+        store.close()
+    log.info("%d points: recall@10 %.3f, reopen %.2f s cold, %.2f s warm; starting the stack", points, recall,
+             cold_s, warm_s)
+    with stack_on(scratch, corpus, BENCH) as (stack, start_s):
+        served = asyncio.run(through_stack(stack, start_s, questions, loaded, clients))
+    written, upsert_s, optimize_s = build_s
+    return Size(
+        books=copies * source.books, points=points, passages=copies * source.passages,
+        write_pps=written / (upsert_s + optimize_s), upsert_pps=written / upsert_s,
+        segments_gb=segments / GB, wal_gb=wal / GB, segments=segment_count(collection_dir), reopen_cold_s=cold_s, reopen_warm_s=warm_s,
+        ann_recall=recall, ann_query_ms=ann_ms, stack_start_s=served.start_s,
+        rss_start_gb=served.rss_start_mb / 1024, rss_idle_gb=served.rss_idle_mb / 1024,
+        rss_load_gb=served.rss_load_mb / 1024, anon_idle_gb=served.anon_idle_mb / 1024,
+        anon_load_gb=served.anon_load_mb / 1024, precise=served.precise, contextual=served.contextual,
+        under_load=served.under_load,
+    )
+
+
+def estimate_bytes(settings: StoreSettings, source_collection: str, source: SourceBooks, copies: int) -> float:
+    """Disk the largest size takes, from the synced books' own segment bytes a point, with a margin, plus
+    the exact search's copy of the vectors."""
+    segments, _ = shard_bytes(settings.embedded_path / source_collection)
+    points = copies * len(source.records)
+    return points * (segments / len(source.records) * DISK_MARGIN + source.vector_size * 4)
+
+
+def run(args: argparse.Namespace) -> tuple[list[Size], EmbedderMemory | None, StoreSettings]:
+    scratch: Path = args.scratch.resolve()
+    scratch.mkdir(parents=True, exist_ok=True)
+    settings = store_settings(scratch)
+    log.info("store settings: %s", settings)
+    asked = [q.question for q in load_questions()]
+    recall_questions = distinct_questions(asked, args.queries)
+    questions = distinct_questions(asked, WARM_UP_QUERIES + args.queries, skip=args.queries)
+    loaded = distinct_questions(asked, args.clients * args.client_queries, skip=WARM_UP_QUERIES + 2 * args.queries)
+    memory = None
+    source_collection = settings.qdrant_collection
+    if not (scratch / "questions.npy").is_file():
+        shutil.rmtree(settings.embedded_path, ignore_errors=True)
+        memory = sync_source(scratch, args.corpus, recall_questions)
+    queries = np.load(scratch / "questions.npy")
+    store = open_store(settings)
+    try:
+        source = SourceBooks.read(store, source_collection)
+        targets = sorted({source.copies_for(p) for p in args.points}
+                         | {-(-b // source.books) for b in args.books})
+        log.info("source: %d books, %d points (%d passages); sizes: %s copies", source.books, len(source.records),
+                 source.passages, targets)
+        store.delete_collection(BENCH)
+        if not targets:
+            return [], memory, settings
+        check_disk(scratch, estimate_bytes(settings, source_collection, source, targets[-1]),
+                   f"{targets[-1] * len(source.records):,} points")
+        exact = ExactSearch(scratch, source, targets[-1])
+        sizes, done = [], 0
+        for copies in targets:
+            written = write_copies(store, source, BENCH, range(done, copies), exact.add)
+            store.close()
+            sizes.append(measure_size(
+                settings, scratch, args.corpus, source, exact, copies,
+                (written.points, written.upsert_s, written.optimize_s), queries, questions, loaded, args.clients,
+            ))
+            print(table(sizes), flush=True)
+            done = copies
+            store = open_store(settings)
+    finally:
+        store.close()
+    return sizes, memory, settings
+
+
+def table(sizes: list[Size]) -> str:
+    columns: list[tuple[str, str, Any]] = [
+        ("books", "{:>9,}", lambda s: s.books),
+        ("points", "{:>11,}", lambda s: s.points),
+        ("write p/s", "{:>9.0f}", lambda s: s.write_pps),
+        ("upsert p/s", "{:>10.0f}", lambda s: s.upsert_pps),
+        ("seg GB", "{:>7.2f}", lambda s: s.segments_gb),
+        ("wal GB", "{:>6.2f}", lambda s: s.wal_gb),
+        ("segments", "{:>8}", lambda s: s.segments),
+        ("KB/book", "{:>8.0f}", lambda s: s.disk_gb * GB / 1024 / s.books),
+        ("reopen s", "{:>8.2f}", lambda s: s.reopen_cold_s),
+        ("warm s", "{:>6.2f}", lambda s: s.reopen_warm_s),
+        ("up s", "{:>5.1f}", lambda s: s.stack_start_s),
+        ("RSS start", "{:>9.2f}", lambda s: s.rss_start_gb),
+        ("RSS idle", "{:>8.2f}", lambda s: s.rss_idle_gb),
+        ("RSS load", "{:>8.2f}", lambda s: s.rss_load_gb),
+        ("anon idle", "{:>9.2f}", lambda s: s.anon_idle_gb),
+        ("anon load", "{:>9.2f}", lambda s: s.anon_load_gb),
+        ("prec p50", "{:>8.1f}", lambda s: s.precise.p50_ms),
+        ("prec p95", "{:>8.1f}", lambda s: s.precise.p95_ms),
+        ("ctx p50", "{:>7.1f}", lambda s: s.contextual.p50_ms),
+        ("ctx p95", "{:>7.1f}", lambda s: s.contextual.p95_ms),
+        ("load p50", "{:>8.1f}", lambda s: s.under_load.p50_ms),
+        ("load p95", "{:>8.1f}", lambda s: s.under_load.p95_ms),
+        ("ANN ms", "{:>6.2f}", lambda s: s.ann_query_ms),
+        ("recall@10", "{:>9.3f}", lambda s: s.ann_recall),
+    ]
+    header = " ".join(f"{name:>{len(fmt.format(value(sizes[0])))}}" for name, fmt, value in columns)
+    rows = [" ".join(fmt.format(value(s)) for _, fmt, value in columns) for s in sizes]
+    return "\n".join([header, *rows])
+
+
+def estimate_library(size: Size) -> dict[str, float]:
+    """10,000 books at the largest size's figures a book: points, disk, and the hours a build at its write rate takes."""
+    points = size.points / size.books * LIBRARY_BOOKS
+    return {"points": round(points), "disk_gb": round(size.disk_gb / size.books * LIBRARY_BOOKS, 1),
+            "build_hours": round(points / size.write_pps / 3600, 2)}
+
+
+def summary(sizes: list[Size], memory: EmbedderMemory | None, settings: StoreSettings) -> dict[str, Any]:
+    context = {
+        "sizes": [{**asdict(s), "disk_gb": s.disk_gb} for s in sizes],
+        "embedder": asdict(memory) if memory else None,
+        "store": settings.model_dump(mode="json", exclude={"qdrant_api_key"}),
+    }
+    if not sizes:
+        return context
+    largest = sizes[-1]
+    return {
+        "books": largest.books,
+        "points": largest.points,
+        "disk_gb": round(largest.disk_gb, 2),
+        "wal_gb": round(largest.wal_gb, 2),
+        "rss_gb": round(largest.rss_load_gb, 2),
+        "rss_anon_gb": round(largest.anon_load_gb, 2),
+        "reopen_s": round(largest.reopen_cold_s, 2),
+        "write_pps": round(largest.write_pps),
+        "query_p50_ms": round(largest.precise.p50_ms, 1),
+        "query_p95_ms": round(largest.precise.p95_ms, 1),
+        "contextual_p50_ms": round(largest.contextual.p50_ms, 1),
+        "ann_recall@10": round(largest.ann_recall, 4),
+        "estimate_10000_books": estimate_library(largest),
+        **context,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--points", type=int, action="append", default=[],
+                        help="a size in points (repeatable); no size at all: only the sync and the embedder's memory")
+    parser.add_argument("--books", type=int, action="append", default=[], help="a size in books (repeatable)")
+    parser.add_argument("--queries", type=int, default=200, help="questions for recall, and for each latency")
+    parser.add_argument("--clients", type=int, default=30, help="MCP clients asking at once")
+    parser.add_argument("--client-queries", type=int, default=5, help="questions each concurrent client asks")
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--scratch", type=Path, default=DEFAULT_SCRATCH)
+    parser.add_argument("--keep", action="store_true", help="keep the scratch directory (the synced source too)")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    configure_logging("bench.scale", "WARNING")
+    log.setLevel(logging.INFO)
+    logging.getLogger("bench.replica").setLevel(logging.INFO)
+    try:
+        sizes, memory, settings = run(args)
+    finally:
+        if not args.keep:
+            shutil.rmtree(args.scratch, ignore_errors=True)
+    if memory:
+        print(f"embedder after syncing the shared library ({memory.sync_s:.0f} s): RSS {memory.rss_mb:.0f} MB "
+              f"(peak {memory.peak_mb:.0f}; anonymous {memory.anonymous_mb:.0f}, files {memory.file_mb:.0f}), "
+              f"{memory.threads} threads")
+    print(json.dumps(summary(sizes, memory, settings)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""bench/scale.py's building blocks on a small real embedded store: copies, exact search, recall, disk.
+
+The synthetic library (store/synthetic.py) plus one chapter with a child stands for the synced books.
+Below the store's indexing threshold the dense query scans every point, so it must agree with the
+bench's exact search exactly: a recall of 1 checks the exact search and its row -> id mapping.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+from alexandria.store import Filter, StoredPoint, lexical, open_store
+from alexandria.store import schema as f
+from store.synthetic import COLLECTION, DIMENSION, METADATA, PASSAGES, axis, settings_for, stored_point
+
+ROOT = Path(__file__).resolve().parents[2]
+COPIES = 4
+
+
+def _load_bench_module(name: str) -> ModuleType:
+    sys.path.insert(0, str(ROOT / "bench"))
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+scale = _load_bench_module("scale")
+replica = _load_bench_module("replica")
+
+
+def _chapter() -> list[StoredPoint]:
+    """A chapter (parent) and one child under it, complete."""
+    parent_id, child_id = "5d0e2a8c-1111-4a5e-9b1e-000000000001", "5d0e2a8c-1111-4a5e-9b1e-000000000002"
+    common = {f.BOOK_KEY: "moby", f.COMPLETE: True}
+    return [
+        StoredPoint(parent_id, axis(5), lexical.encode_document("chapter one"),
+                    {**common, f.LEVEL: f.Level.PARENT.value, f.TEXT: "chapter one"}),
+        StoredPoint(child_id, axis(6), lexical.encode_document("call me ishmael"),
+                    {**common, f.LEVEL: f.Level.CHILD.value, f.TEXT: "call me ishmael", f.PARENT_ID: parent_id}),
+    ]
+
+
+def test_copies_keep_the_books_apart_and_the_search_agrees_with_exact_search(tmp_path: Path) -> None:
+    store = open_store(settings_for("embedded", tmp_path))
+    try:
+        store.ensure_collection(COLLECTION, DIMENSION, METADATA)
+        flat = [stored_point(p) for p in PASSAGES]
+        store.upsert(COLLECTION, [*flat, *_chapter()])
+        store.set_payload(COLLECTION, Filter(), {f.COMPLETE: True})
+        source = replica.SourceBooks.read(store, COLLECTION)
+        assert (len(source.records), source.books, source.passages) == (len(PASSAGES) + 2, 3, len(PASSAGES) + 1)
+
+        exact = scale.ExactSearch(tmp_path, source, COPIES)
+        first = replica.write_copies(store, source, scale.BENCH, range(2), exact.add)
+        rest = replica.write_copies(store, source, scale.BENCH, range(2, COPIES), exact.add)
+
+        assert first.points + rest.points == store.count(scale.BENCH) == COPIES * len(source.records)
+        books = store.facet_counts(scale.BENCH, f.BOOK_KEY)
+        assert books["moby-copy3"] == 5 and len(books) == COPIES * source.books
+        children = store.scroll(scale.BENCH, Filter(must={f.LEVEL: f.Level.CHILD.value}), limit=100)
+        parents = {r.id: r for r in store.scroll(scale.BENCH, Filter(must={f.LEVEL: f.Level.PARENT.value}), limit=100)}
+        assert {parents[c.payload[f.PARENT_ID]].payload[f.BOOK_KEY] for c in children} == {
+            c.payload[f.BOOK_KEY] for c in children}  # each child under its own copy's chapter
+
+        queries = np.stack([axis(0), axis(2, tilt=3), axis(5), axis(6, tilt=4)])
+        truth = exact.top_ids(queries, 3)
+        assert all(len(ids) == 3 for ids in truth)
+        assert not set().union(*truth) & set(parents)  # chapters are not searched
+        recall, _ms = scale.ann_recall(store, exact, queries)
+        assert recall == 1.0
+    finally:
+        store.close()
+    segments, wal = scale.shard_bytes(tmp_path / "store" / scale.BENCH)
+    assert segments > 0 and wal > 0
+    assert scale.segment_count(tmp_path / "store" / scale.BENCH) >= 1
