@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from services.embedder.memory import release_free_memory
 
 BLOCKS = 4000  # of 64 KB: 250 MB, each below malloc's mmap threshold, so all from the heap
