@@ -76,6 +76,9 @@ class StoreSettings(_Env):
     # Qdrant's own defaults: edges per node, and candidates while building the dense vectors' graph.
     qdrant_hnsw_m: int = Field(16, ge=4, le=128)
     qdrant_hnsw_ef_construct: int = Field(100, ge=4, le=1000)
+    # Candidates a dense search visits in the graph (hnsw_ef). bench/scale.py, 1,001,910 points, recall@10
+    # against exact search over 200 questions: the engine's default 0.927, 128: 0.943, 256: 0.981, 512: 0.997.
+    qdrant_hnsw_ef: int = Field(256, ge=4, le=4096)
     # A Qdrant server's only (the embedded engine's segments are fixed at 32 MB): each write-ahead log
     # segment's size; unset: the server's (32 MB).
     qdrant_wal_capacity_mb: int | None = Field(None, ge=1)

@@ -145,6 +145,7 @@ class EmbeddedStore(Store):
         # Rescoring asked for on every dense search: a collection keeps the quantisation it was made with,
         # whatever this process's settings, and an unquantised one ignores it.
         self._dense_search = edge.SearchParams(
+            hnsw_ef=layout.hnsw_ef,
             quantization=edge.QuantizationSearchParams(rescore=True, oversampling=layout.oversampling)
         )
         self._shards: dict[str, edge.EdgeShard] = {}  # by the collection's own name

@@ -144,11 +144,12 @@ class CollectionLayout:
     on_disk: bool = False  # original vectors and payloads read through mmap instead of held in RAM
     hnsw_m: int = 16
     hnsw_ef_construct: int = 100
+    hnsw_ef: int = 256  # candidates a dense search visits in the graph (a search setting, not the collection's)
 
     @classmethod
     def of(cls, settings: StoreSettings) -> CollectionLayout:
         return cls(settings.qdrant_quantization, settings.qdrant_quantization_oversampling, settings.qdrant_on_disk,
-                   settings.qdrant_hnsw_m, settings.qdrant_hnsw_ef_construct)
+                   settings.qdrant_hnsw_m, settings.qdrant_hnsw_ef_construct, settings.qdrant_hnsw_ef)
 
 
 @dataclass(frozen=True)

@@ -115,6 +115,7 @@ class ServerStore(Store):
         # whatever this process's settings, and an unquantised one ignores it. Local mode searches every
         # vector exactly and warns about search parameters (differences.LAYOUT).
         self._dense_search = models.SearchParams(
+            hnsw_ef=self._layout.hnsw_ef,
             quantization=models.QuantizationSearchParams(rescore=True, oversampling=self._layout.oversampling)
         ) if builds_indexes else None
         self._known_collections: set[str] = set()

@@ -59,10 +59,10 @@ def laid_out(backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> I
 
 def test_the_settings_are_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in {"QDRANT_QUANTIZATION": "int8", "QDRANT_QUANTIZATION_OVERSAMPLING": "3", "QDRANT_ON_DISK": "true",
-                        "QDRANT_HNSW_M": "32", "QDRANT_HNSW_EF_CONSTRUCT": "256"}.items():
+                        "QDRANT_HNSW_M": "32", "QDRANT_HNSW_EF_CONSTRUCT": "256", "QDRANT_HNSW_EF": "512"}.items():
         monkeypatch.setenv(name, value)
 
-    assert CollectionLayout.of(StoreSettings()) == CollectionLayout("int8", 3.0, True, 32, 256)
+    assert CollectionLayout.of(StoreSettings()) == CollectionLayout("int8", 3.0, True, 32, 256, 512)
 
     monkeypatch.setenv("QDRANT_QUANTIZATION", "int4")
     with pytest.raises(ValidationError, match="'none', 'int8' or 'binary'"):
@@ -72,7 +72,7 @@ def test_the_settings_are_read_from_the_environment(monkeypatch: pytest.MonkeyPa
 def test_by_default_collections_are_laid_out_as_before(store: Store) -> None:
     store.ensure_collection(COLLECTION, DIMENSION, METADATA)
     assert store.collection_storage(COLLECTION).quantization == "none"
-    assert CollectionLayout.of(StoreSettings()) == CollectionLayout("none", 2.0, False, 16, 100)
+    assert CollectionLayout.of(StoreSettings()) == CollectionLayout("none", 2.0, False, 16, 100, 256)
 
 
 def test_quantised_vectors_are_searched_with_the_scores_of_the_originals(backend: str, laid_out: Store,
