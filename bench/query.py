@@ -385,7 +385,7 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     configure_logging("bench.query", "WARNING")
     log.setLevel(logging.INFO)
-    figures = asyncio.run(measure(args.corpus, args.scratch, args.chunks, args.queries))
+    figures = asyncio.run(measure(args.corpus, args.scratch.resolve(), args.chunks, args.queries))
     print(report(figures))
     precise = figures.modes["precise"]
     print(json.dumps({
