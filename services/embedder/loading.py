@@ -189,7 +189,7 @@ def load_model(
             token_embeddings = onnx_backend.OnnxTokenEmbeddings(graph)
         else:  # OpenVINO compiles the fp32 ONNX graph at the precision asked for
             graph = onnx_backend.exported_graph(sentence_transformer, source.name, source.path, models_dir, "none")
-            token_embeddings = onnx_backend.OpenVinoTokenEmbeddings(graph, quantize)
+            token_embeddings = onnx_backend.OpenVinoTokenEmbeddings(graph, quantize, tokenizer.pad_token_id or 0)
     else:
         if quantize == "bf16":
             raise FailedPrecondition("EMBEDDER_QUANTIZE=bf16 runs on EMBEDDER_BACKEND=openvino only.")

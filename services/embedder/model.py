@@ -12,7 +12,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -109,6 +109,14 @@ TRACE_CHECK_TEXTS = ["Who?", "Where did she walk that morning, and why?", "Nethe
 # What runs a model's transformer, when not its eager module: (input_ids, attention_mask) -> token
 # embeddings. A traced TorchScript graph (below) or an ONNX Runtime session (onnx_backend.py).
 TokenEmbeddings = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+@runtime_checkable
+class KeepsPassMemory(Protocol):
+    """Token embeddings that keep memory between passes, for each thread count apart (OpenVINO's compiled
+    models, onnx_backend.py), and can drop it."""
+
+    def release(self, threads: int) -> None: ...
 
 
 class TokenEmbeddingsModule(torch.nn.Module):
@@ -314,6 +322,11 @@ class EmbeddingModel:
             self._sentence_embeddings(dict(features)).cpu()
             seconds.append(time.perf_counter() - started)
         return min(seconds)
+
+    def release_pass_memory(self, threads: int) -> None:
+        """Drop what the passes run at `threads` threads keep between them, where the backend keeps any."""
+        if isinstance(self._token_embeddings, KeepsPassMemory):
+            self._token_embeddings.release(threads)
 
     @property
     def traced(self) -> bool:

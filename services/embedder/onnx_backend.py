@@ -26,6 +26,7 @@ import threading
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -232,6 +233,19 @@ class OnnxTokenEmbeddings(_PerThreadCount):
 # OpenVINO's CPU plugin: f32 computes exactly (its default on CPUs with AMX would be bf16); bf16 runs the
 # matrix products on AMX/AVX-512-BF16 where the CPU has them (and in f32 where it has not).
 OPENVINO_PRECISIONS = {"none": "f32", "bf16": "bf16"}
+PASS_TOKENS = 2048
+
+
+def padded_width(width: int) -> int:
+    """The width a pass of `width` columns runs at: a multiple of 8 up to 64 columns, of 16 above."""
+    step = 8 if width <= 64 else 16
+    return -(-width // step) * step
+
+
+@dataclass(frozen=True)
+class _ThreadRequest:
+    threads: int
+    request: Any  # openvino.InferRequest
 
 
 class OpenVinoTokenEmbeddings(_PerThreadCount):
@@ -242,23 +256,35 @@ class OpenVinoTokenEmbeddings(_PerThreadCount):
     its compiled-model cache (CACHE_DIR) is not used: with it, two bulk workers' first passes crashed the
     process (heap corruption, bench/backends.py on all-mpnet-base-v2, OpenVINO 2026.4), without it they run.
     OpenVINO runs a pass on its own worker threads, so the bulk lane's SCHED_IDLE class does not reach them.
+
+    A compiled model keeps, for as long as it lives, buffers for the largest pass it has run and state for
+    every input shape it has met: after syncing the shared library the embedder (a model for the query lane
+    and one for each bulk worker) held 5.3 GB (bench/scale.py with no size). So a pass runs in parts of at
+    most PASS_TOKENS tokens, its width padded with masked columns (dropped from the output) to a few
+    shapes (`padded_width`), and the bulk lane drops its workers' models when it idles (`release`): 0.97 GB
+    after the same sync (2.4 GB at its peak), which also ran faster (Pride and Prejudice through
+    bench/ingest.py: 22.4 -> 18.7 s; smaller passes stay in cache).
     """
 
-    def __init__(self, graph: Path, precision: EmbedderQuantize) -> None:
+    def __init__(self, graph: Path, precision: EmbedderQuantize, pad_token_id: int) -> None:
         if precision not in OPENVINO_PRECISIONS:
             raise FailedPrecondition(
                 f"EMBEDDER_BACKEND=openvino runs at EMBEDDER_QUANTIZE=none or bf16, not {precision}."
             )
         self._precision = OPENVINO_PRECISIONS[precision]
-        self._local = threading.local()
+        self._pad_token_id = pad_token_id
+        self._requests: dict[int, _ThreadRequest] = {}  # by thread ident
+        self._requests_lock = threading.Lock()
         super().__init__(graph)
 
     def _request(self, threads: int) -> Any:
-        """This thread's infer request on its own compiled model."""
+        """This thread's infer request on its own compiled model (the request keeps its model alive)."""
         import openvino
 
-        request = getattr(self._local, "request", None)
-        if request is None or self._local.threads != threads:
+        thread = threading.get_ident()
+        with self._requests_lock:
+            mine = self._requests.get(thread)
+        if mine is None or mine.threads != threads:
             compiled = openvino.Core().compile_model(str(self.graph), "CPU", {
                 "INFERENCE_PRECISION_HINT": self._precision,
                 "PERFORMANCE_HINT": "LATENCY",
@@ -266,16 +292,36 @@ class OpenVinoTokenEmbeddings(_PerThreadCount):
                 "INFERENCE_NUM_THREADS": threads,
                 "ENABLE_CPU_PINNING": False,  # a shared machine: threads go where the scheduler has room
             })
-            request = self._local.request = compiled.create_infer_request()
-            self._local.threads = threads
-        return request
+            mine = _ThreadRequest(threads, compiled.create_infer_request())
+            with self._requests_lock:
+                self._requests[thread] = mine
+        return mine.request
+
+    def release(self, threads: int) -> None:
+        """Drop the compiled models of the threads that run at `threads` threads, and their buffers: each is
+        compiled again at its thread's next pass (a quarter of a second for all-MiniLM-L6-v2). A pass under
+        way keeps its own until it ends."""
+        with self._requests_lock:
+            for thread in [thread for thread, mine in self._requests.items() if mine.threads == threads]:
+                del self._requests[thread]
 
     def _make(self, threads: int) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
         self._request(threads)  # compiles now in the loading thread: a graph that does not compile fails here
 
         def run(feeds: dict[str, np.ndarray]) -> np.ndarray:
             request = self._request(threads)
-            request.infer(feeds)
-            return np.array(request.get_output_tensor(0).data, dtype=np.float32)  # a copy: the request reuses it
+            input_ids, attention_mask = feeds["input_ids"], feeds["attention_mask"]
+            rows, width = input_ids.shape
+            padding = ((0, 0), (0, padded_width(width) - width))
+            input_ids = np.pad(input_ids, padding, constant_values=self._pad_token_id)
+            attention_mask = np.pad(attention_mask, padding)
+            rows_a_pass = max(1, PASS_TOKENS // input_ids.shape[1])
+            parts = []
+            for start in range(0, rows, rows_a_pass):
+                request.infer({"input_ids": input_ids[start:start + rows_a_pass],
+                               "attention_mask": attention_mask[start:start + rows_a_pass]})
+                # a copy: the request reuses its output tensor
+                parts.append(np.array(request.get_output_tensor(0).data[:, :width], dtype=np.float32))
+            return np.concatenate(parts)
 
         return run

@@ -63,6 +63,9 @@ _KINDS = {
 # On a GPU the bulk lane's workers take turns on the device: with two, one tokenizes while the
 # other's batch runs.
 GPU_BULK_WORKERS = 2
+# On a CPU, one bulk worker a core, each pass on one thread: passes run side by side rather than each
+# spread thin over every core.
+BULK_WORKER_THREADS = 1
 
 
 @dataclass(frozen=True)
@@ -267,10 +270,16 @@ def create_server(settings: EmbedderSettings, *, model: EmbeddingModel | None = 
         bulk_workers = GPU_BULK_WORKERS if loaded.device.startswith("cuda") else cpu_threads
         lane_threads = {
             EmbedKind.QUERY: (1, worker_setup(cpu_threads)),
-            EmbedKind.PASSAGE: (bulk_workers, worker_setup(1, idle_cores_only=True)),
+            EmbedKind.PASSAGE: (bulk_workers, worker_setup(BULK_WORKER_THREADS, idle_cores_only=True)),
         }
+
+        def release_bulk_memory() -> None:
+            # On a one-CPU machine the query lane runs at one thread too, and its compiled model goes as well.
+            loaded.release_pass_memory(BULK_WORKER_THREADS)
+            release_free_memory()
+
         # A query's few tensors are small; a passage batch's are what the process would keep (memory.py).
-        on_idle = {EmbedKind.QUERY: None, EmbedKind.PASSAGE: release_free_memory}
+        on_idle = {EmbedKind.QUERY: None, EmbedKind.PASSAGE: release_bulk_memory}
         lanes = {
             kind: MicroBatcher(
                 loaded.encoder_for(kind),

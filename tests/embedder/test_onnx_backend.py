@@ -121,6 +121,10 @@ def test_openvino_runs_the_same_graph_fp32_under_torchs_name_and_bf16_under_its_
     fp32 = load_model(resolve_model_source(None), "cpu", 0, "none", "openvino", onnx_models_dir)
     assert (fp32.name, fp32.backend, fp32.dtype) == (embedding_model.name, "openvino", "float32")
     np.testing.assert_allclose(fp32.encode(TEXTS).vectors, full.vectors, atol=1e-5)
+    # A batch past PASS_TOKENS runs as several passes, each padded (padded_width).
+    many = TEXTS * (2 * onnx_backend.PASS_TOKENS // 256)
+    np.testing.assert_allclose(fp32.encode(many).vectors, np.tile(full.vectors, (len(many) // len(TEXTS), 1)),
+                               atol=1e-5)
     bf16 = load_model(resolve_model_source(None), "cpu", 0, "bf16", "openvino", onnx_models_dir)
     assert (bf16.name, bf16.dtype) == (f"{embedding_model.name}+openvino-bf16", "bfloat16")
     reduced = bf16.encode(TEXTS)
@@ -130,6 +134,11 @@ def test_openvino_runs_the_same_graph_fp32_under_torchs_name_and_bf16_under_its_
     with ThreadPoolExecutor(2, initializer=use_torch_threads, initargs=(1,)) as workers:
         narrow = [batch.vectors for batch in workers.map(bf16.encode, [TEXTS] * 6)]
     assert all((cosines(vectors, reduced.vectors) >= 0.999).all() for vectors in narrow)
+    # The bulk lane drops its workers' compiled models when it idles: their next passes compile them again.
+    bf16.release_pass_memory(threads=1)
+    with ThreadPoolExecutor(2, initializer=use_torch_threads, initargs=(1,)) as workers:
+        again = [batch.vectors for batch in workers.map(bf16.encode, [TEXTS] * 2)]
+    np.testing.assert_allclose(again, narrow[:2], atol=1e-6)
 
 
 def test_a_precision_a_backend_does_not_have_is_refused(onnx_models_dir: Path) -> None:
