@@ -6,25 +6,13 @@ cut from), with the same case-and-spacing comparison bench/retrieval.py scores w
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from bench_modules import load_bench_module
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load_bench_module(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
-questions = _load_bench_module("questions")
+questions = load_bench_module("questions")
 BOOKS = questions.load_books()
 QUESTIONS = [q for book in BOOKS for q in book.questions]
 

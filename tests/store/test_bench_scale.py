@@ -7,33 +7,20 @@ bench's exact search exactly: a recall of 1 checks the exact search and its row 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
+from bench_modules import load_bench_module
 
 from alexandria.store import Filter, StoredPoint, lexical, open_store
 from alexandria.store import schema as f
 from store.synthetic import COLLECTION, DIMENSION, METADATA, PASSAGES, axis, settings_for, stored_point
 
-ROOT = Path(__file__).resolve().parents[2]
 COPIES = 4
 
 
-def _load_bench_module(name: str) -> ModuleType:
-    sys.path.insert(0, str(ROOT / "bench"))
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
-scale = _load_bench_module("scale")
-replica = _load_bench_module("replica")
+scale = load_bench_module("scale")
+replica = load_bench_module("replica")
 
 
 def _chapter() -> list[StoredPoint]:
