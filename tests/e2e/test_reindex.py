@@ -57,7 +57,9 @@ async def test_reindex_rebuilds_the_collection_under_the_running_model(tmp_path:
     (inbox / "harbour_notes.md").write_text(NOTES)
     data_dir = tmp_path / "var"
 
-    first = start_stack(data_dir, library, inbox)
+    # The torch MiniLM and its int8 quantisation: `auto` would start from `fast` and, once a precision is
+    # named, from `baseline` (profiles.py), a change of backend too.
+    first = start_stack(data_dir, library, inbox, extra_env={"EMBEDDER_PROFILE": "baseline"})
     try:
         ingested = first.cli("ingest", "--all")
         assert ingested.returncode == 0 and "4 added" in ingested.stdout, ingested
@@ -71,7 +73,7 @@ async def test_reindex_rebuilds_the_collection_under_the_running_model(tmp_path:
     old_model = before["model"]
     delete_book(library, 3)  # its source is gone: the reindex reports it and leaves it out
 
-    stack = start_stack(data_dir, library, inbox, extra_env={"EMBEDDER_QUANTIZE": "int8"})
+    stack = start_stack(data_dir, library, inbox, extra_env={"EMBEDDER_PROFILE": "baseline", "EMBEDDER_QUANTIZE": "int8"})
     try:
         refused, is_error = await query(stack, "hybrid")
         assert is_error and "alexandria reindex --collection alexandria" in refused["error"], refused
