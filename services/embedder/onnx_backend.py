@@ -294,6 +294,9 @@ class OpenVinoTokenEmbeddings(_PerThreadCount):
             })
             mine = _ThreadRequest(threads, compiled.create_infer_request())
             with self._requests_lock:
+                # A thread that has ended (the loading thread, a finished pool's) holds its model no longer.
+                alive = {live.ident for live in threading.enumerate()}
+                self._requests = {ident: held for ident, held in self._requests.items() if ident in alive}
                 self._requests[thread] = mine
         return mine.request
 
@@ -322,6 +325,6 @@ class OpenVinoTokenEmbeddings(_PerThreadCount):
                                "attention_mask": attention_mask[start:start + rows_a_pass]})
                 # a copy: the request reuses its output tensor
                 parts.append(np.array(request.get_output_tensor(0).data[:, :width], dtype=np.float32))
-            return np.concatenate(parts)
+            return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
         return run
