@@ -21,6 +21,7 @@ import hashlib
 import logging
 import os
 import re
+import sys
 import tempfile
 import threading
 import warnings
@@ -242,6 +243,18 @@ def padded_width(width: int) -> int:
     return -(-width // step) * step
 
 
+def import_openvino() -> Any:
+    """OpenVINO without its usage telemetry. Importing openvino loads openvino_telemetry, which, on a machine
+    with no consent file, reports the first model compile from a forked child process: the report would leave
+    the user's machine, and a fork of the embedder while its gRPC threads run crashed that child and left the
+    server deaf (`ev_epoll1_linux.cc ... Check failed: next_worker->state == KICKED`, then every call to the
+    embedder timed out). With the module unimportable, OpenVINO takes its own no-op stub."""
+    sys.modules["openvino_telemetry"] = None  # type: ignore[assignment]  # None: "not importable"
+    import openvino
+
+    return openvino
+
+
 @dataclass(frozen=True)
 class _ThreadRequest:
     threads: int
@@ -279,8 +292,7 @@ class OpenVinoTokenEmbeddings(_PerThreadCount):
 
     def _request(self, threads: int) -> Any:
         """This thread's infer request on its own compiled model (the request keeps its model alive)."""
-        import openvino
-
+        openvino = import_openvino()
         thread = threading.get_ident()
         with self._requests_lock:
             mine = self._requests.get(thread)

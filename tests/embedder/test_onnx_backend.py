@@ -3,6 +3,9 @@ prefixes applied, the export made once and reused, int8 and bf16 under names of 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -139,6 +142,30 @@ def test_openvino_runs_the_same_graph_fp32_under_torchs_name_and_bf16_under_its_
     with ThreadPoolExecutor(2, initializer=use_torch_threads, initargs=(1,)) as workers:
         again = [batch.vectors for batch in workers.map(bf16.encode, [TEXTS] * 2)]
     np.testing.assert_allclose(again, narrow[:2], atol=1e-6)
+
+
+FORKS_OF_AN_OPENVINO_COMPILE = """
+import os, sys, time
+from pathlib import Path
+forks = []
+os.register_at_fork(before=lambda: forks.append(1))
+from services.embedder.loading import load_model, resolve_model_source
+model = load_model(resolve_model_source(None), "cpu", 0, "bf16", "openvino", Path(sys.argv[1]))
+model.encode(["a walk to Netherfield"])
+time.sleep(1)  # OpenVINO's telemetry reports from a pool thread after the compile
+print(len(forks))
+"""
+
+
+def test_openvino_compiles_without_forking_a_telemetry_reporter(onnx_models_dir: Path, tmp_path: Path) -> None:
+    """Outside CI and with no consent file (a user's machine), OpenVINO's telemetry forks a reporter at the
+    first compile; a fork of the embedder beside its gRPC threads left it deaf. No fork at all, no report."""
+    env = {name: value for name, value in os.environ.items() if name != "CI"} | {"HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", FORKS_OF_AN_OPENVINO_COMPILE, str(onnx_models_dir)],
+                          check=False, env=env, cwd=Path(__file__).resolve().parents[2], capture_output=True,
+                          text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == "0", done.stderr
 
 
 def test_a_precision_a_backend_does_not_have_is_refused(onnx_models_dir: Path) -> None:
