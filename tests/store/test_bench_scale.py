@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from bench_modules import load_bench_module
 
 from alexandria.store import Filter, StoredPoint, lexical, open_store
@@ -45,7 +46,7 @@ def test_copies_keep_the_books_apart_and_the_search_agrees_with_exact_search(tmp
         source = replica.SourceBooks.read(store, COLLECTION)
         assert (len(source.records), source.books, source.passages) == (len(PASSAGES) + 2, 3, len(PASSAGES) + 1)
 
-        exact = scale.ExactSearch(tmp_path, source, COPIES)
+        exact = scale.ExactSearch.create(tmp_path, source, COPIES)
         first = replica.write_copies(store, source, scale.BENCH, range(2), exact.add)
         rest = replica.write_copies(store, source, scale.BENCH, range(2, COPIES), exact.add)
 
@@ -58,11 +59,17 @@ def test_copies_keep_the_books_apart_and_the_search_agrees_with_exact_search(tmp
             c.payload[f.BOOK_KEY] for c in children}  # each child under its own copy's chapter
 
         queries = np.stack([axis(0), axis(2, tilt=3), axis(5), axis(6, tilt=4)])
-        truth = exact.top_ids(queries, 3)
+        truth = exact.nearest(queries, 3)
         assert all(len(ids) == 3 for ids in truth)
         assert not set().union(*truth) & set(parents)  # chapters are not searched
-        recall, _ms = scale.ann_recall(store, exact, queries)
-        assert recall == 1.0
+        assert [exact.cosine(q, max(t, key=t.__getitem__)) for q, t in zip(queries, truth, strict=True)] == \
+            pytest.approx([max(t.values()) for t in truth])
+        recall = scale.ann_recall(store, exact, queries)
+        assert (recall.exact, recall.within_epsilon) == (1.0, 1.0)
+        # what a --keep run leaves is read back by --sweep
+        exact.vectors.flush()
+        kept = scale.ExactSearch.kept(tmp_path, source, exact.written)
+        assert kept.nearest(queries, 3) == truth
     finally:
         store.close()
     segments, wal = scale.shard_bytes(tmp_path / "store" / scale.BENCH)
