@@ -265,13 +265,12 @@ class AnnRecall:
     query_ms: float  # p50, in this process
 
 
-def ann_recall(store: Store, exact: ExactSearch, queries: np.ndarray) -> AnnRecall:
-    """Recall@10 twice: by id, and by distance. The bench's book copies are near-ties (a passage copied a
+def ann_recall(store: Store, exact: ExactSearch, queries: np.ndarray, truth: list[dict[str, float]]) -> AnnRecall:
+    """Recall@10 against `truth` (exact.nearest) twice: by id, and by distance. The bench's book copies are near-ties (a passage copied a
     thousand times, each copy nudged by noise), so that which copies make the exact 10 is nearly chance; a
     hit no farther than (1 + EPSILON) times the exact 10th's cosine distance counts in the second (the
     "approximate recall" of ann-benchmarks)."""
     where = search_filter(SearchQuery("", BENCH))
-    truth = exact.nearest(queries, ANN_LIMIT)
     by_id, by_distance, seconds = [], [], []
     for vector, nearest in zip(queries, truth, strict=True):
         started = time.perf_counter()
@@ -411,7 +410,7 @@ def measure_size(
     store.close()
     store, warm_s = timed_open(settings)
     try:
-        ann = ann_recall(store, exact, queries)
+        ann = ann_recall(store, exact, queries, exact.nearest(queries, ANN_LIMIT))
         points = store.count(BENCH)
     finally:
         store.close()
@@ -499,13 +498,14 @@ def sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
     finally:
         store.close()
     exact = ExactSearch.kept(scratch, source, points)
+    truth = exact.nearest(queries, ANN_LIMIT)
     rows = []
     for ef in args.ef or [settings.qdrant_hnsw_ef]:
         for oversampling in args.oversampling or [settings.qdrant_quantization_oversampling]:
             store = open_store(settings.model_copy(update={
                 "qdrant_hnsw_ef": ef, "qdrant_quantization_oversampling": oversampling}))
             try:
-                ann = ann_recall(store, exact, queries)
+                ann = ann_recall(store, exact, queries, truth)
             finally:
                 store.close()
             rows.append({"points": points, "hnsw_ef": ef, "oversampling": oversampling, **asdict(ann)})

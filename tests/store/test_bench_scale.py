@@ -64,7 +64,7 @@ def test_copies_keep_the_books_apart_and_the_search_agrees_with_exact_search(tmp
         assert not set().union(*truth) & set(parents)  # chapters are not searched
         assert [exact.cosine(q, max(t, key=t.__getitem__)) for q, t in zip(queries, truth, strict=True)] == \
             pytest.approx([max(t.values()) for t in truth])
-        recall = scale.ann_recall(store, exact, queries)
+        recall = scale.ann_recall(store, exact, queries, exact.nearest(queries, scale.ANN_LIMIT))
         assert (recall.exact, recall.within_epsilon) == (1.0, 1.0)
         # what a --keep run leaves is read back by --sweep
         exact.vectors.flush()
