@@ -40,7 +40,7 @@ class SourceBooks:
     """The complete points of a source collection, with what copying them needs."""
 
     records: list[PointRecord]
-    lexical: dict[str, SparseVector]
+    lexical: dict[str, SparseVector | None]
     vector_size: int
     metadata: dict[str, Any]
 
@@ -50,7 +50,9 @@ class SourceBooks:
         if info is None or not info.points_count:
             raise SystemExit(f"the source collection {collection!r} is empty: ingest some books into it first")
         records = store.scroll(collection, Filter(must={f.COMPLETE: True}), limit=10**7, with_vectors=True)
-        lexical = {r.id: encode_document(str(r.payload[f.TEXT])) for r in records}
+        # as the writer writes them: a chapter has none
+        lexical = {r.id: None if r.payload.get(f.LEVEL) == f.Level.PARENT else encode_document(str(r.payload[f.TEXT]))
+                   for r in records}
         return cls(records, lexical, info.vector_size, info.metadata)
 
     @property

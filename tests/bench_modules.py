@@ -14,8 +14,9 @@ def load_bench_module(name: str) -> ModuleType:
     """bench/`name`.py as the module `bench_name`.
 
     A bench script imports its siblings by their plain names (`from query import ...`), and some of those
-    names are test packages here (tests/query): while the script loads, such a name is bench's, and the
-    test package is put back after.
+    names are test packages here (tests/query): while the script loads, such a name is bench's; after, the
+    bench siblings leave sys.modules under those names (the script keeps its references) and the test
+    package is put back, or can be imported later.
     """
     siblings = {path.stem for path in BENCH.glob("*.py")}
     shadowed = {
@@ -32,6 +33,9 @@ def load_bench_module(name: str) -> ModuleType:
         spec.loader.exec_module(module)
     finally:
         sys.path.remove(str(BENCH))
+        for module_name in [m for m in sys.modules if m.split(".")[0] in siblings]:
+            if _folder(sys.modules[module_name]) == BENCH:
+                del sys.modules[module_name]
         sys.modules.update(shadowed)
     return module
 

@@ -610,7 +610,9 @@ def _match(value: Any) -> edge.MatchValue | edge.MatchAny:
 
 
 def _to_edge_point(point: StoredPoint) -> edge.Point:
-    vectors: dict[str, edge.NamedVector] = {DENSE: dense_list(point.dense), SPARSE: _to_edge_sparse(point.sparse)}
+    vectors: dict[str, edge.NamedVector] = {DENSE: dense_list(point.dense)}
+    if point.sparse is not None:
+        vectors[SPARSE] = _to_edge_sparse(point.sparse)
     if point.windows is not None:
         vectors[WINDOWS] = multivector_list(point.windows)
     return edge.Point(point.id, vectors, point.payload)

@@ -67,7 +67,7 @@ class StoredPoint:
 
     id: str
     dense: np.ndarray
-    sparse: SparseVector
+    sparse: SparseVector | None  # None: no lexical query reaches it (a chapter), nor counts it in the IDF
     payload: dict[str, Any]
     windows: np.ndarray | None = None  # (n, dimension) float32, for passages: their window vectors
 

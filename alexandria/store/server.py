@@ -520,7 +520,9 @@ def _condition(key: str, value: Any) -> models.FieldCondition:
 
 
 def _to_point_struct(point: StoredPoint) -> models.PointStruct:
-    vectors = {DENSE: dense_list(point.dense), SPARSE: _to_qdrant_sparse(point.sparse)}
+    vectors: dict[str, Any] = {DENSE: dense_list(point.dense)}
+    if point.sparse is not None:
+        vectors[SPARSE] = _to_qdrant_sparse(point.sparse)
     if point.windows is not None:
         vectors[WINDOWS] = multivector_list(point.windows)
     return models.PointStruct(id=point.id, vector=vectors, payload=point.payload)

@@ -54,7 +54,8 @@ def build_points(book: BookRecord, chunked: ChunkedBook, sentence_vectors: np.nd
                                   record.to_payload(), window_vectors[n]))
     for n, parent in enumerate(chunked.parents):
         record = _record(book, parent, f.Level.PARENT, parent.child_count)
-        points.append(StoredPoint(parent_ids[n], parent_vectors[n], encode_document(parent.text), record.to_payload()))
+        # No lexical vector: a chapter is never searched, and its terms would count twice in the IDF.
+        points.append(StoredPoint(parent_ids[n], parent_vectors[n], None, record.to_payload()))
     return points
 
 

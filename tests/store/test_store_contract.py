@@ -6,6 +6,7 @@ server); the embedded backend is the real qdrant-edge engine. Both on a fresh tm
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -224,6 +225,20 @@ def test_sparse_query_weighs_rare_words_above_common_ones(library: Store) -> Non
         "ship",
     }
     assert library.query_sparse(COLLECTION, lexical.encode_query("  ?! "), None, limit=3) == []
+
+
+def test_a_point_without_a_lexical_vector_stays_out_of_lexical_search_and_its_idf(library: Store) -> None:
+    """A chapter is written with no lexical vector: dense search and retrieve see it, BM25 neither finds
+    it nor counts its words (the other points' lexical scores do not move)."""
+    words = lexical.encode_query("the whale harpoon")
+    before = library.query_sparse(COLLECTION, words, None, limit=10)
+    chapter = dataclasses.replace(stored_point(PASSAGES[2]), id=point_id("chapter"), dense=axis(5), sparse=None)
+    library.upsert(COLLECTION, [dataclasses.replace(chapter, payload={**chapter.payload, "name": "chapter"})])
+
+    after = library.query_sparse(COLLECTION, words, None, limit=10)
+    assert [(h.id, h.score) for h in after] == [(h.id, pytest.approx(h.score)) for h in before]
+    assert names(library.query_dense(COLLECTION, axis(5), None, limit=1)) == ["chapter"]
+    assert names(library.retrieve(COLLECTION, [point_id("chapter")])) == ["chapter"]
 
 
 def test_hybrid_query_fuses_both_rankings(library: Store) -> None:
