@@ -53,7 +53,7 @@ import shutil
 import statistics
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -75,10 +75,13 @@ from stack import rss_mb
 from alexandria.clients import EmbedderClient
 from alexandria.logs import configure_logging
 from alexandria.settings import ClientSettings, StoreSettings
-from alexandria.store import Store, StoredPoint, open_store
+from alexandria.store import DENSE, WINDOWS, Store, StoredPoint, open_store
 from alexandria.store import schema as f
+from alexandria.store.lexical import encode_query
+from alexandria.store.model import SPARSE
 from alexandria_stack.layout import StackLayout
 from services.embedder.memory import IDLE_BEFORE_RELEASE_S
+from services.query.ranking import CANDIDATE_POOL, PREFETCH
 from services.query.search import SearchQuery, search_filter
 from tests.e2e.stack import RunningStack, start_stack
 
@@ -483,14 +486,40 @@ def run(args: argparse.Namespace) -> tuple[list[Size], EmbedderMemory | None, St
     return sizes, memory, settings
 
 
+def store_stages(store: Store, queries: np.ndarray, texts: list[str]) -> dict[str, float]:
+    """The p50 ms of each store call a hybrid query makes (services/query/search.py): the fused first stage
+    (its dense and lexical halves apart too), then its candidates' chunk, window and lexical scores."""
+    where = search_filter(SearchQuery("", BENCH))
+    seconds: dict[str, list[float]] = {}
+
+    def timed_call(stage: str, call: Callable[..., Any], *args: Any) -> Any:
+        started = time.perf_counter()
+        result = call(BENCH, *args)
+        seconds.setdefault(stage, []).append(time.perf_counter() - started)
+        return result
+
+    for text, vector in zip(texts, queries, strict=True):
+        terms = encode_query(text)
+        timed_call("dense_ms", store.query_dense, vector, where, CANDIDATE_POOL)
+        timed_call("lexical_ms", store.query_sparse, terms, where, CANDIDATE_POOL)
+        hits = timed_call("hybrid_ms", store.query_hybrid, vector, terms, where, CANDIDATE_POOL, PREFETCH)
+        ids = [hit.id for hit in hits]
+        timed_call("chunk_scores_ms", store.similarities, ids, vector, DENSE)
+        timed_call("window_scores_ms", store.similarities, ids, vector, WINDOWS)
+        timed_call("lexical_scores_ms", store.similarities, ids, terms, SPARSE)
+    return {stage: statistics.median(times) * 1000 for stage, times in seconds.items()}
+
+
 def sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """ANN recall and query time of the bench collection a --keep run left, at each search setting asked:
-    hnsw_ef, and the oversampling of a quantised collection (the layout is the collection's own)."""
+    """ANN recall and query time of the bench collection a --keep run left, and the time of each store call
+    of a query, at each search setting asked: hnsw_ef, and the oversampling of a quantised collection (the
+    layout is the collection's own)."""
     scratch: Path = args.scratch.resolve()
     settings = store_settings(scratch)
     if not (scratch / VECTORS_FILE).is_file():
         raise SystemExit(f"no kept bench collection under {scratch}: build one first with --keep")
     queries = np.load(scratch / "questions.npy")
+    texts = distinct_questions([q.question for q in load_questions()], len(queries))  # what run() encoded
     store = open_store(settings)
     try:
         source = SourceBooks.read(store, settings.qdrant_collection)
@@ -506,9 +535,10 @@ def sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "qdrant_hnsw_ef": ef, "qdrant_quantization_oversampling": oversampling}))
             try:
                 ann = ann_recall(store, exact, queries, truth)
+                stages = store_stages(store, queries, texts)
             finally:
                 store.close()
-            rows.append({"points": points, "hnsw_ef": ef, "oversampling": oversampling, **asdict(ann)})
+            rows.append({"points": points, "hnsw_ef": ef, "oversampling": oversampling, **asdict(ann), **stages})
             log.info("%s", rows[-1])
     return rows
 
@@ -607,7 +637,9 @@ def main() -> None:
         rows = sweep(args)
         print("\n".join(f"{r['points']:>11,} points  ef {r['hnsw_ef']:>4}  oversampling {r['oversampling']:>4}  "
                         f"recall@10 {r['exact']:.3f}  within epsilon {r['within_epsilon']:.3f}  "
-                        f"{r['query_ms']:.2f} ms" for r in rows))
+                        f"{r['query_ms']:.2f} ms; a query's store calls (p50 ms): "
+                        + ", ".join(f"{k.removesuffix('_ms')} {v:.1f}" for k, v in r.items() if k.endswith("_ms")
+                                    and k != "query_ms") for r in rows))
         print(json.dumps(rows))
         return
     try:
