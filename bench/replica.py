@@ -22,7 +22,7 @@ import numpy as np
 
 from alexandria.store import Filter, PointRecord, SparseVector, Store, StoredPoint
 from alexandria.store import schema as f
-from alexandria.store.lexical import encode_document
+from services.ingest.writer import lexical_vector
 
 VECTOR_NOISE = 0.02
 UPSERT_BATCH = 1000
@@ -50,9 +50,7 @@ class SourceBooks:
         if info is None or not info.points_count:
             raise SystemExit(f"the source collection {collection!r} is empty: ingest some books into it first")
         records = store.scroll(collection, Filter(must={f.COMPLETE: True}), limit=10**7, with_vectors=True)
-        # as the writer writes them: a chapter has none
-        lexical = {r.id: None if r.payload.get(f.LEVEL) == f.Level.PARENT else encode_document(str(r.payload[f.TEXT]))
-                   for r in records}
+        lexical = {r.id: lexical_vector(f.Level(r.payload[f.LEVEL]), str(r.payload[f.TEXT])) for r in records}
         return cls(records, lexical, info.vector_size, info.metadata)
 
     @property

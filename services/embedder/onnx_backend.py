@@ -292,12 +292,11 @@ class OpenVinoTokenEmbeddings(_PerThreadCount):
 
     def _request(self, threads: int) -> Any:
         """This thread's infer request on its own compiled model (the request keeps its model alive)."""
-        openvino = import_openvino()
         thread = threading.get_ident()
         with self._requests_lock:
             mine = self._requests.get(thread)
         if mine is None or mine.threads != threads:
-            compiled = openvino.Core().compile_model(str(self.graph), "CPU", {
+            compiled = import_openvino().Core().compile_model(str(self.graph), "CPU", {
                 "INFERENCE_PRECISION_HINT": self._precision,
                 "PERFORMANCE_HINT": "LATENCY",
                 "NUM_STREAMS": 1,

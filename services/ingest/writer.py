@@ -16,7 +16,7 @@ import numpy as np
 
 from alexandria.book_identity import FileVersion
 from alexandria.errors import AlreadyExists, NotFound
-from alexandria.store import Filter, Store, StoredPoint, collection_not_found
+from alexandria.store import Filter, SparseVector, Store, StoredPoint, collection_not_found
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_document
 from alexandria.store.records import (
@@ -39,6 +39,12 @@ def point_id(book_key: str, version: int, level: str, index: int) -> str:
     return str(uuid.uuid5(POINT_NAMESPACE, f"{book_key}@{version}/{level}/{index}"))
 
 
+def lexical_vector(level: f.Level, text: str) -> SparseVector | None:
+    """A point's lexical vector. A chapter has none: it is never searched, and its terms would count a second
+    time in the IDF."""
+    return None if level == f.Level.PARENT else encode_document(text)
+
+
 def build_points(book: BookRecord, chunked: ChunkedBook, sentence_vectors: np.ndarray,
                  window_vectors: Sequence[np.ndarray], parent_vectors: np.ndarray) -> list[StoredPoint]:
     """Every point of one version of a book, children first then parents, all written with `complete` false.
@@ -50,12 +56,12 @@ def build_points(book: BookRecord, chunked: ChunkedBook, sentence_vectors: np.nd
                          parent_id=None if chunk.parent_index is None else parent_ids[chunk.parent_index])
         centroid = sentence_vectors[chunk.first_sentence : chunk.end_sentence].mean(axis=0)
         points.append(StoredPoint(point_id(book.book_key, book.version, str(chunk.level), n),
-                                  centroid / np.linalg.norm(centroid), encode_document(chunk.text),
+                                  centroid / np.linalg.norm(centroid), lexical_vector(chunk.level, chunk.text),
                                   record.to_payload(), window_vectors[n]))
     for n, parent in enumerate(chunked.parents):
         record = _record(book, parent, f.Level.PARENT, parent.child_count)
-        # No lexical vector: a chapter is never searched, and its terms would count twice in the IDF.
-        points.append(StoredPoint(parent_ids[n], parent_vectors[n], None, record.to_payload()))
+        points.append(StoredPoint(parent_ids[n], parent_vectors[n], lexical_vector(f.Level.PARENT, parent.text),
+                                  record.to_payload()))
     return points
 
 
