@@ -241,16 +241,18 @@ class ExactSearch:
             scores, rows = _best(scores, np.arange(start, start + len(block))[None, :], limit)
             best_scores, best_rows = _best(np.concatenate([best_scores, scores], axis=1),
                                            np.concatenate([best_rows, rows], axis=1), limit)
-        return [{self.source.point_id(int(row) // per_copy, self.source.records[int(row) % per_copy].id): float(score)
-                 for row, score in zip(query_rows, query_scores, strict=True)}
+        return [{self._point_id(int(row)): float(score) for row, score in zip(query_rows, query_scores, strict=True)}
                 for query_rows, query_scores in zip(best_rows, best_scores, strict=True)]
 
     def cosine(self, query: np.ndarray, point_id: str) -> float:
         """The cosine of a written point with a query."""
-        per_copy = len(self.source.records)
         for row in range(len(self._rows), self.written):
-            self._rows[self.source.point_id(row // per_copy, self.source.records[row % per_copy].id)] = row
+            self._rows[self._point_id(row)] = row
         return float(self.vectors[self._rows[point_id]] @ (query / np.linalg.norm(query)))
+
+    def _point_id(self, row: int) -> str:
+        copy, record = divmod(row, len(self.source.records))
+        return self.source.point_id(copy, self.source.records[record].id)
 
 
 def _best(scores: np.ndarray, rows: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
