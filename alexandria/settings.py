@@ -64,6 +64,11 @@ class StoreSettings(_Env):
     # use. qdrant-edge's own default started 8 on a 2-CPU machine, and those 8 spent 7-8 ms of CPU
     # on a search that 2 threads do in 5 (bench/query.py's collection), taking cores from the rest.
     embedded_search_threads: int = Field(0, ge=0)
+    # The largest segment an embedded collection's optimizer merges into, in MB of vectors (about 1.9 KB a
+    # passage): every query searches each segment, so fewer, larger ones answer faster, but a merge pauses
+    # the whole process while it runs (qdrant-edge holds the GIL), for longer the larger it gets.
+    # `alexandria compact` merges into larger ones once, with the stack stopped.
+    embedded_max_segment_mb: int = Field(100, ge=10)
     # How a new collection stores its dense vectors, on both backends; a collection keeps the layout it was
     # made with (`alexandria reindex` rebuilds it under the current one). Quantised vectors are searched
     # in RAM and their best `oversampling` x limit candidates rescored with the originals.
@@ -93,6 +98,11 @@ class StoreSettings(_Env):
         fields = ("qdrant_wal_capacity_mb", "qdrant_shard_number", "qdrant_replication_factor",
                   "qdrant_write_consistency_factor")
         return {name.upper(): value for name in fields if (value := getattr(self, name)) is not None}
+
+    @property
+    def embedded_max_segment_kb(self) -> int:
+        """EMBEDDED_MAX_SEGMENT_MB in the engine's unit."""
+        return self.embedded_max_segment_mb * 1000
 
     @property
     def search_threads(self) -> int:

@@ -1,6 +1,6 @@
 """The whole library on one machine: store size, memory, restart, query latency and ANN recall as it grows.
 
-    .venv/bin/python bench/scale.py --points 100000 --points 1000000 [--books 10000]
+    .venv/bin/python bench/scale.py --points 100000 --points 1000000 [--books 10000] [--compact-mb 1000]
                                     [--queries 200] [--clients 30] [--scratch var/bench-scale] [--keep]
     .venv/bin/python bench/scale.py --sweep [--ef 64 --ef 128 ...] [--oversampling 1 --oversampling 3 ...]
 
@@ -30,6 +30,9 @@ With no size (no --points, no --books), only step 1: the sync and the embedder's
      clients, each its own connection, ask `--client-queries` questions each at once; alexandria_query
      p50 / p95 in precise and contextual mode, one question after another, other questions than the
      recall's and the warm-up's.
+3. With --compact-mb: the largest size compacted (alexandria/store/factory.py: compact, what `alexandria
+   compact` runs) into segments of up to that many MB, timed, then every figure of step 2 again (its row
+   shows the compaction's seconds; the build's throughput is the build's).
 Before building, the free disk is checked against an estimate (from the synced books' own bytes a
 point); the bench refuses when the estimate does not fit. The scratch directory is removed at the end
 unless --keep. `--sweep` builds nothing: on the collection a --keep run left it measures the ANN recall
@@ -77,6 +80,8 @@ from alexandria.logs import configure_logging
 from alexandria.settings import ClientSettings, StoreSettings
 from alexandria.store import DENSE, WINDOWS, Store, StoredPoint, open_store
 from alexandria.store import schema as f
+from alexandria.store.embedded import shard_segments
+from alexandria.store.factory import compact
 from alexandria.store.lexical import encode_query
 from alexandria.store.model import SPARSE
 from alexandria_stack.layout import StackLayout
@@ -150,6 +155,7 @@ class Size:
     precise: Latency
     contextual: Latency
     under_load: Latency
+    compact_s: float | None = None  # the figures after `alexandria compact` (--compact-mb), which took this long
 
     @property
     def disk_gb(self) -> float:
@@ -167,11 +173,6 @@ def shard_bytes(path: Path) -> tuple[int, int]:
             else:
                 segments += size
     return segments, wal
-
-
-def segment_count(path: Path) -> int:
-    """Segments of one collection's directory."""
-    return sum(1 for segment in (path / "segments").iterdir() if segment.is_dir())
 
 
 def drop_from_page_cache(path: Path) -> None:
@@ -405,7 +406,7 @@ async def through_stack(stack: RunningStack, start_s: float, questions: list[str
 def measure_size(
     settings: StoreSettings, scratch: Path, corpus: Path, source: SourceBooks, exact: ExactSearch,
     copies: int, build_s: tuple[int, float, float], queries: np.ndarray, questions: list[str], loaded: list[str],
-    clients: int,
+    clients: int, compact_s: float | None = None,
 ) -> Size:
     """The figures of the bench collection as it stands (closed): disk, reopen, recall, then the stack's."""
     collection_dir = settings.embedded_path / BENCH
@@ -427,12 +428,12 @@ def measure_size(
     return Size(
         books=copies * source.books, points=points, passages=copies * source.passages,
         write_pps=written / (upsert_s + optimize_s), upsert_pps=written / upsert_s,
-        segments_gb=segments / GB, wal_gb=wal / GB, segments=segment_count(collection_dir), reopen_cold_s=cold_s, reopen_warm_s=warm_s,
+        segments_gb=segments / GB, wal_gb=wal / GB, segments=shard_segments(collection_dir), reopen_cold_s=cold_s, reopen_warm_s=warm_s,
         ann=ann, stack_start_s=served.start_s,
         rss_start_gb=served.rss_start_mb / 1024, rss_idle_gb=served.rss_idle_mb / 1024,
         rss_load_gb=served.rss_load_mb / 1024, anon_idle_gb=served.anon_idle_mb / 1024,
         anon_load_gb=served.anon_load_mb / 1024, precise=served.precise, contextual=served.contextual,
-        under_load=served.under_load,
+        under_load=served.under_load, compact_s=compact_s,
     )
 
 
@@ -476,12 +477,20 @@ def run(args: argparse.Namespace) -> tuple[list[Size], EmbedderMemory | None, St
         for copies in targets:
             written = write_copies(store, source, BENCH, range(done, copies), exact.add)
             store.close()
-            sizes.append(measure_size(
-                settings, scratch, args.corpus, source, exact, copies,
-                (written.points, written.upsert_s, written.optimize_s), queries, questions, loaded, args.clients,
-            ))
+            build_s = (written.points, written.upsert_s, written.optimize_s)
+            sizes.append(measure_size(settings, scratch, args.corpus, source, exact, copies, build_s, queries,
+                                      questions, loaded, args.clients))
             print(table(sizes), flush=True)
             done = copies
+            store = open_store(settings)
+        if args.compact_mb:
+            store.close()
+            compaction = compact(settings.model_copy(update={"qdrant_collection": BENCH}), args.compact_mb)
+            log.info("compacted into segments of up to %d MB: %d -> %d segments in %.0f s", args.compact_mb,
+                     compaction.segments_before, compaction.segments_after, compaction.seconds)
+            sizes.append(measure_size(settings, scratch, args.corpus, source, exact, done, build_s, queries,
+                                      questions, loaded, args.clients, compaction.seconds))
+            print(table(sizes), flush=True)
             store = open_store(settings)
     finally:
         store.close()
@@ -572,6 +581,7 @@ def table(sizes: list[Size]) -> str:
         ("ANN ms", "{:>6.2f}", lambda s: s.ann.query_ms),
         ("recall@10", "{:>9.3f}", lambda s: s.ann.exact),
         ("within eps", "{:>10.3f}", lambda s: s.ann.within_epsilon),
+        ("compact s", "{:>9}", lambda s: "" if s.compact_s is None else f"{s.compact_s:.0f}"),
     ]
     header = " ".join(f"{name:>{len(fmt.format(value(sizes[0])))}}" for name, fmt, value in columns)
     rows = [" ".join(fmt.format(value(s)) for _, fmt, value in columns) for s in sizes]
@@ -624,6 +634,8 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--scratch", type=Path, default=DEFAULT_SCRATCH)
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory (the synced source too)")
+    parser.add_argument("--compact-mb", type=int,
+                        help="then compact the largest size into segments of up to this many MB and measure it again")
     parser.add_argument("--sweep", action="store_true",
                         help="build nothing: the ANN recall of the collection a --keep run left, at each --ef and "
                              "--oversampling")

@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np
 
+from alexandria.settings import StoreSettings
 from alexandria.store import StoredPoint, embedded, lexical
 from alexandria.store.embedded import EmbeddedStore
 from alexandria.store.model import CollectionLayout
@@ -40,7 +41,8 @@ def main() -> None:
     parser.add_argument("--scratch", type=Path, default=ROOT / "bench" / "out" / "store-layout")
     args = parser.parse_args()
 
-    source = EmbeddedStore.open(args.store, 2)
+    segment_kb = StoreSettings().embedded_max_segment_kb
+    source = EmbeddedStore.open(args.store, 2, CollectionLayout(), segment_kb)
     try:
         records = source.scroll(args.collection, None, limit=10_000_000, with_vectors=True)
     finally:
@@ -59,7 +61,7 @@ def main() -> None:
     print(f"{'quantization':<13}{'oversampling':>13}{'recall@10':>11}{'recall@50':>11}{'disk MB':>9}")
     for quantization, oversampling in LAYOUTS:
         layout = CollectionLayout(quantization=quantization, oversampling=oversampling)  # type: ignore[arg-type]
-        store = EmbeddedStore.open(args.scratch / f"{quantization}-{oversampling:g}", 2, layout)
+        store = EmbeddedStore.open(args.scratch / f"{quantization}-{oversampling:g}", 2, layout, segment_kb)
         try:
             store.ensure_collection("layout", dense.shape[1], {"model": "bench", "dimension": dense.shape[1]})
             points = [StoredPoint(i, v, lexical.encode_document(""), {}) for i, v in zip(ids, dense, strict=True)]

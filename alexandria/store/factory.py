@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
+
 from alexandria.errors import FailedPrecondition
 from alexandria.settings import StoreSettings
 from alexandria.store.model import CollectionLayout, Store
@@ -23,4 +26,42 @@ def open_store(settings: StoreSettings) -> Store:
         )
     from alexandria.store.embedded import EmbeddedStore
 
-    return EmbeddedStore.open(settings.embedded_path, settings.search_threads, CollectionLayout.of(settings))
+    return EmbeddedStore.open(settings.embedded_path, settings.search_threads, CollectionLayout.of(settings),
+                              settings.embedded_max_segment_kb)
+
+
+@dataclass(frozen=True)
+class Compaction:
+    collection: str  # its own name, behind any alias
+    segments_before: int
+    segments_after: int
+    seconds: float
+
+
+def compact(settings: StoreSettings, max_segment_mb: int) -> Compaction:
+    """Merge the embedded collection QDRANT_COLLECTION into segments of up to `max_segment_mb` of vectors each.
+
+    In this process, which the merge holds until it is done (minutes at a million passages): the stack, which
+    owns the store while it runs, must be stopped, or opening the store fails naming it. The merged segments
+    stay as they are when the stack opens the store again with its own, smaller cap.
+    """
+    if settings.backend == "server":
+        raise FailedPrecondition(
+            "A Qdrant server merges its collections' segments itself, in the background, beside its searches; "
+            "compacting is for the embedded store (unset QDRANT_URL, QDRANT_HOST and QDRANT_LOCAL_PATH)."
+        )
+    from alexandria.store.embedded import EmbeddedStore, shard_segments
+
+    store = open_store(settings.model_copy(update={"embedded_max_segment_mb": max_segment_mb}))
+    assert isinstance(store, EmbeddedStore)  # the backend, checked above
+    try:
+        collection = settings.qdrant_collection
+        before = store.segment_count(collection)
+        target = store.collection_target(collection)
+        started = time.perf_counter()
+        store.optimize(collection)
+        seconds = time.perf_counter() - started
+    finally:
+        store.close()
+    # Counted closed: the segments a merge replaced are deleted when the shard closes.
+    return Compaction(target, before, shard_segments(settings.embedded_path / target), seconds)

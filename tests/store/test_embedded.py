@@ -8,11 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from alexandria.errors import FailedPrecondition, Unavailable
+from alexandria.errors import FailedPrecondition, NotFound, Unavailable
 from alexandria.settings import available_cpus
 from alexandria.store import Filter, StoredPoint, lexical, open_store
+from alexandria.store import embedded as embedded_module
 from alexandria.store import schema as f
-from alexandria.store.embedded import EmbeddedStore
+from alexandria.store.embedded import EmbeddedStore, shard_segments
+from alexandria.store.factory import compact
+from alexandria.store.model import CollectionLayout
 from store.synthetic import COLLECTION, DIMENSION, METADATA, PASSAGES, axis, settings_for, stored_point
 
 
@@ -140,3 +143,82 @@ def test_optimize_after_each_book_keeps_the_write_ahead_log_within_two_segments(
         assert store.count(COLLECTION) == 25 * 200
     finally:
         store.close()
+
+
+def _written_in_small_segments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, books: int) -> None:
+    """A collection of `books` books of 60 points, each book indexed into a segment of its own (segments
+    capped at 2 KB of vectors, indexed from 1 KB): a large library's many segments, in miniature."""
+    monkeypatch.setattr(embedded_module, "_INDEXING_THRESHOLD_KB", 1)
+    settings = settings_for("embedded", tmp_path)
+    store = EmbeddedStore.open(settings.embedded_path, 2, CollectionLayout(), max_segment_kb=2)
+    try:
+        store.ensure_collection(COLLECTION, DIMENSION, METADATA)
+        for book in range(books):
+            store.upsert(COLLECTION, [
+                StoredPoint(f"00000000-0000-0000-{book:04d}-{n:012d}", axis(n % DIMENSION),
+                            lexical.encode_document(f"word{n}"), {f.BOOK_KEY: f"book-{book}", "n": n})
+                for n in range(60)
+            ])
+            store.optimize(COLLECTION)
+    finally:
+        store.close()
+
+
+def test_compact_merges_a_collections_segments_and_later_merges_keep_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _written_in_small_segments(tmp_path, monkeypatch, books=10)
+    settings = settings_for("embedded", tmp_path).model_copy(update={"qdrant_collection": COLLECTION})
+    assert shard_segments(settings.embedded_path / COLLECTION) > 8
+
+    compaction = compact(settings, max_segment_mb=1)
+
+    assert compaction.collection == COLLECTION
+    assert compaction.segments_before > 8 >= compaction.segments_after
+    assert shard_segments(settings.embedded_path / COLLECTION) == compaction.segments_after
+    # The stack's next open, with its own small cap, searches the merged segments and splits none.
+    store = EmbeddedStore.open(settings.embedded_path, 2, CollectionLayout(), max_segment_kb=2)
+    try:
+        store.optimize(COLLECTION)
+        assert store.count(COLLECTION) == 10 * 60
+        hits = store.query_sparse(COLLECTION, lexical.encode_query("word7"), Filter(must={f.BOOK_KEY: "book-3"}), 5)
+        assert [(h.payload[f.BOOK_KEY], h.payload["n"]) for h in hits] == [("book-3", 7)]
+        assert store.segment_count(COLLECTION) == compaction.segments_after
+    finally:
+        store.close()
+
+
+def test_compact_names_what_is_wrong_instead_of_compacting(tmp_path: Path) -> None:
+    with pytest.raises(NotFound, match="'alexandria' does not exist"):
+        compact(settings_for("embedded", tmp_path), max_segment_mb=1000)
+    with pytest.raises(FailedPrecondition, match="merges its collections' segments itself"):
+        compact(settings_for("server", tmp_path), max_segment_mb=1000)
+    running = open_store(settings_for("embedded", tmp_path))  # what `alexandria up` holds while it runs
+    running.ensure_collection(COLLECTION, DIMENSION, METADATA)
+    try:
+        with pytest.raises(FailedPrecondition, match="Another process holds the store"):
+            compact(settings_for("embedded", tmp_path), max_segment_mb=1000)
+    finally:
+        running.close()
+
+
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_the_lexical_index_is_kept_as_the_collection_was_made_whatever_reopens_it(
+    tmp_path: Path, on_disk: bool
+) -> None:
+    made = settings_for("embedded", tmp_path).model_copy(update={"qdrant_on_disk": on_disk})
+    store = open_store(made)
+    store.ensure_collection(COLLECTION, DIMENSION, METADATA)
+    store.upsert(COLLECTION, [stored_point(p) for p in PASSAGES])
+    store.close()
+    recorded = tmp_path / "store" / COLLECTION / "edge_config.json"
+    memory = json.loads(recorded.read_text())["sparse_vectors"]["lexical"].get("memory")
+    assert memory == ("cold" if on_disk else None)
+
+    reopened = open_store(made.model_copy(update={"qdrant_on_disk": not on_disk}))
+    try:
+        assert json.loads(recorded.read_text())["sparse_vectors"]["lexical"].get("memory") == memory
+        hits = reopened.query_sparse(COLLECTION, lexical.encode_query("harpoon"), None, limit=5)
+        assert {h.payload["name"] for h in hits} == {"harpoon", "ship"}
+    finally:
+        reopened.close()
