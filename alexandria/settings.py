@@ -49,6 +49,10 @@ class StackSettings(_Env):
 VectorQuantization = Literal["none", "int8", "binary"]
 
 
+# Below this, segments are as small as the unindexed one points land in (10 MB), and as slow to search.
+MIN_SEGMENT_MB = 10
+
+
 class StoreSettings(_Env):
     """Which Qdrant: a server when QDRANT_HOST, QDRANT_URL or QDRANT_LOCAL_PATH is set, else embedded."""
 
@@ -68,7 +72,7 @@ class StoreSettings(_Env):
     # passage): every query searches each segment, so fewer, larger ones answer faster, but a merge pauses
     # the whole process while it runs (qdrant-edge holds the GIL), for longer the larger it gets.
     # `alexandria compact` merges into larger ones once, with the stack stopped.
-    embedded_max_segment_mb: int = Field(100, ge=10)
+    embedded_max_segment_mb: int = Field(100, ge=MIN_SEGMENT_MB)
     # How a new collection stores its dense vectors, on both backends; a collection keeps the layout it was
     # made with (`alexandria reindex` rebuilds it under the current one). Quantised vectors are searched
     # in RAM and their best `oversampling` x limit candidates rescored with the originals.

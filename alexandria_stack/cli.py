@@ -1,6 +1,7 @@
 """`alexandria`: bring the stack up, check it, ingest books and ask questions from a terminal.
 
-The CLI is one more client of the services: it holds no logic of its own.
+The CLI is one more client of the services: it holds no logic of its own. `compact` is the exception that
+proves it: it runs the store's own compaction on the embedded store, which only a stopped stack leaves free.
 
   alexandria up [--stdio] [--port N]   start everything (embedded store under ./var)
   alexandria mcp                       MCP gateway on stdio against a running stack (.mcp.json)
@@ -8,6 +9,7 @@ The CLI is one more client of the services: it holds no logic of its own.
   alexandria ingest 1 2 | --all | --file PATH    ingest with a progress bar
   alexandria sync [--dry-run] [--retry-failed]   add new Calibre books, remove deleted ones
   alexandria reindex [--collection C]            rebuild a collection under the running model
+  alexandria compact [--segment-mb N]            merge the embedded store's segments (the stack stopped)
   alexandria query "who is Mr. Darcy?"           print cited passages
 """
 
@@ -32,6 +34,7 @@ from alexandria.errors import AlexandriaError, InternalError, Unavailable
 from alexandria.logs import configure_logging
 from alexandria.progress import follow, progress_bar
 from alexandria.settings import ClientSettings, CommonSettings, GatewaySettings, StackSettings, StoreSettings
+from alexandria.store.factory import COMPACT_SEGMENT_MB, compact
 from alexandria.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
 from alexandria_stack.layout import StackLayout, library_problem
 
@@ -183,6 +186,17 @@ async def cmd_reindex(layout: StackLayout, settings: ClientSettings, args: argpa
     return 0 if result.swapped and not result.failed else 1
 
 
+def cmd_compact(args: argparse.Namespace) -> int:
+    settings = StoreSettings()
+    if args.collection:
+        settings = settings.model_copy(update={"qdrant_collection": args.collection})
+    print(f"compacting {settings.qdrant_collection} under {settings.embedded_path} into segments of up to "
+          f"{args.segment_mb} MB: minutes at a million passages", file=sys.stderr, flush=True)
+    done = compact(settings, args.segment_mb)
+    print(f"{done.collection}: {done.segments_before} -> {done.segments_after} segments in {done.seconds:.0f} s")
+    return 0
+
+
 async def cmd_query(layout: StackLayout, settings: ClientSettings, args: argparse.Namespace) -> int:
     address = layout.address("query")
     await when_ready("query", address, settings.embedder_start_wait_s)
@@ -227,6 +241,11 @@ def main(argv: list[str] | None = None) -> None:
                       help="preferred format")
     reindex = sub.add_parser("reindex", help="rebuild a collection under the running model, then swap it in")
     reindex.add_argument("--collection", help="default: QDRANT_COLLECTION")
+    compact = sub.add_parser("compact", help="merge the embedded collection's segments into fewer, larger ones "
+                                              "for faster queries on a large library (stop the stack first)")
+    compact.add_argument("--segment-mb", type=int, default=COMPACT_SEGMENT_MB,
+                         help=f"the largest merged segment, in MB of vectors (default {COMPACT_SEGMENT_MB})")
+    compact.add_argument("--collection", help="default: QDRANT_COLLECTION")
     query = sub.add_parser("query", help="ask a question, print cited passages")
     query.add_argument("text")
     query.add_argument("--limit", type=int, default=QUERY_LIMIT.default)
@@ -250,6 +269,8 @@ def main(argv: list[str] | None = None) -> None:
             code = asyncio.run(cmd_status(layout, clients))
         elif args.command == "sync":
             code = asyncio.run(cmd_sync(layout, clients, args))
+        elif args.command == "compact":
+            code = cmd_compact(args)
         elif args.command == "reindex":
             code = asyncio.run(cmd_reindex(layout, clients, args))
         elif args.command == "ingest":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,8 +14,10 @@ import pytest
 
 from alexandria.errors import Unavailable
 from alexandria.grpc_server import ServiceServer, build_server
+from alexandria.store import open_store
 from alexandria.v1 import query_pb2
 from alexandria_stack.cli import storage_line, when_ready
+from store.synthetic import DIMENSION, METADATA, PASSAGES, settings_for, stored_point
 
 
 @pytest.fixture
@@ -64,3 +67,36 @@ def test_status_says_how_the_collection_keeps_its_vectors_and_what_it_takes_on_d
     assert storage_line(embedded) == "vectors quantised int8; 72.4 MB on disk, 8.1 MB of it write-ahead log"
     server = query_pb2.CollectionStats(quantization="none")
     assert storage_line(server) == "vectors not quantised; size on disk not known (a Qdrant server does not tell it)"
+
+
+def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`alexandria` with an embedded store under `tmp_path`, whatever QDRANT_* the environment holds."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("QDRANT_", "EMBEDDED_"))}
+    env["ALEXANDRIA_DATA_DIR"] = str(tmp_path)
+    return subprocess.run([str(Path(sys.executable).with_name("alexandria")), *args],
+                          env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_compact_merges_the_collection_of_a_stopped_stack_and_says_what_it_did(tmp_path: Path) -> None:
+    store = open_store(settings_for("embedded", tmp_path))
+    store.ensure_collection("alexandria", DIMENSION, METADATA)
+    store.upsert("alexandria", [stored_point(p) for p in PASSAGES])
+    store.close()
+
+    done = _cli(tmp_path, "compact")
+
+    assert done.returncode == 0, done.stderr
+    assert "compacting alexandria" in done.stderr and "segments of up to 1000 MB" in done.stderr
+    assert re.fullmatch(r"alexandria: 1 -> 1 segments in \d+ s", done.stdout.strip())
+    reopened = open_store(settings_for("embedded", tmp_path))
+    try:
+        assert reopened.count("alexandria") == len(PASSAGES)
+    finally:
+        reopened.close()
+
+
+def test_compact_refuses_a_segment_size_it_cannot_use_in_one_line(tmp_path: Path) -> None:
+    done = _cli(tmp_path, "compact", "--segment-mb", "5")
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        "error: A segment of 5 MB is too small to compact into: give at least 10 MB (default 1000).")

@@ -423,7 +423,10 @@ class ServerStore(Store):
                             hnsw_config=models.HnswConfigDiff(m=0),
                         ),
                     },
-                    sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+                    # The lexical index too (the largest part of a big collection's RAM otherwise).
+                    sparse_vectors_config={SPARSE: models.SparseVectorParams(
+                        index=models.SparseIndexParams(on_disk=originals), modifier=models.Modifier.IDF
+                    )},
                     on_disk_payload=originals,
                     metadata=metadata,
                     **self._collection_options,

@@ -20,7 +20,7 @@ from alexandria.settings import StoreSettings
 from alexandria.store import DENSE, WINDOWS, Store, StoredPoint, lexical, open_store
 from alexandria.store.common import disk_usage
 from alexandria.store.differences import LAYOUT
-from alexandria.store.model import CollectionLayout
+from alexandria.store.model import SPARSE, CollectionLayout
 from store.synthetic import (
     COLLECTION,
     DIMENSION,
@@ -107,6 +107,7 @@ def test_the_embedded_engine_records_the_layout(tmp_path: Path) -> None:
     assert dense["quantization_config"] == {"binary": {"memory": "pinned"}}
     assert (dense["hnsw_config"]["m"], dense["hnsw_config"]["ef_construct"]) == (32, 200)
     assert dense["memory"] == windows["memory"] == config["payload_memory"] == "cold"
+    assert config["sparse_vectors"][SPARSE]["memory"] == "cold"  # the lexical index, read through mmap
     assert windows["hnsw_config"]["m"] == 0 and "quantization_config" not in windows
 
 
@@ -119,10 +120,13 @@ def test_local_mode_records_the_layout_of_each_vector(tmp_path: Path) -> None:
 
     client = QdrantClient(path=str(tmp_path / "qdrant-local"))
     try:
-        vectors = client.get_collection(COLLECTION).config.params.vectors
+        params = client.get_collection(COLLECTION).config.params
     finally:
         client.close()
-    assert isinstance(vectors, dict)
+    vectors, sparse = params.vectors, params.sparse_vectors
+    assert isinstance(vectors, dict) and sparse is not None
+    lexical_index = sparse[SPARSE].index
+    assert lexical_index is not None and lexical_index.on_disk is True
     dense, windows = vectors[DENSE], vectors[WINDOWS]
     assert isinstance(dense.quantization_config, models.BinaryQuantization)
     assert dense.quantization_config.binary.always_ram is True
