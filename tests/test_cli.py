@@ -11,13 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from store.synthetic import DIMENSION, METADATA, PASSAGES, settings_for, stored_point
 
 from alexandria.errors import Unavailable
 from alexandria.grpc_server import ServiceServer, build_server
 from alexandria.store import open_store
 from alexandria.v1 import query_pb2
 from alexandria_stack.cli import storage_line, when_ready
-from store.synthetic import DIMENSION, METADATA, PASSAGES, settings_for, stored_point
 
 
 @pytest.fixture
