@@ -171,7 +171,7 @@ def test_compact_merges_a_collections_segments_and_later_merges_keep_them(
     settings = settings_for("embedded", tmp_path).model_copy(update={"qdrant_collection": COLLECTION})
     assert shard_segments(settings.embedded_path / COLLECTION) > 8
 
-    compaction = compact(settings, max_segment_mb=1)
+    compaction = compact(settings, max_segment_mb=10)
 
     assert compaction.collection == COLLECTION
     assert compaction.segments_before > 8 >= compaction.segments_after
