@@ -98,5 +98,5 @@ def test_compact_merges_the_collection_of_a_stopped_stack_and_says_what_it_did(t
 def test_compact_refuses_a_segment_size_it_cannot_use_in_one_line(tmp_path: Path) -> None:
     done = _cli(tmp_path, "compact", "--segment-mb", "5")
     assert done.returncode == 1
-    assert done.stderr.strip().splitlines()[-1] == (
-        "error: A segment of 5 MB is too small to compact into: give at least 10 MB (default 1000).")
+    assert done.stderr.strip().splitlines() == [
+        "error: A segment of 5 MB is too small to compact into: give at least 10 MB (default 1000)."]

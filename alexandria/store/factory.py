@@ -34,6 +34,18 @@ def open_store(settings: StoreSettings) -> Store:
 COMPACT_SEGMENT_MB = 1000
 
 
+def check_compactable(settings: StoreSettings, max_segment_mb: int) -> None:
+    """Refuse, naming why, a compaction that `compact` could not do."""
+    if max_segment_mb < MIN_SEGMENT_MB:
+        raise InvalidArgument(f"A segment of {max_segment_mb} MB is too small to compact into: give at least "
+                              f"{MIN_SEGMENT_MB} MB (default {COMPACT_SEGMENT_MB}).")
+    if settings.backend == "server":
+        raise FailedPrecondition(
+            "A Qdrant server merges its collections' segments itself, in the background, beside its searches; "
+            "compacting is for the embedded store (unset QDRANT_URL, QDRANT_HOST and QDRANT_LOCAL_PATH)."
+        )
+
+
 @dataclass(frozen=True)
 class Compaction:
     collection: str  # its own name, behind any alias
@@ -49,14 +61,7 @@ def compact(settings: StoreSettings, max_segment_mb: int) -> Compaction:
     owns the store while it runs, must be stopped, or opening the store fails naming it. The merged segments
     stay as they are when the stack opens the store again with its own, smaller cap.
     """
-    if max_segment_mb < MIN_SEGMENT_MB:
-        raise InvalidArgument(f"A segment of {max_segment_mb} MB is too small to compact into: give at least "
-                              f"{MIN_SEGMENT_MB} MB (default {COMPACT_SEGMENT_MB}).")
-    if settings.backend == "server":
-        raise FailedPrecondition(
-            "A Qdrant server merges its collections' segments itself, in the background, beside its searches; "
-            "compacting is for the embedded store (unset QDRANT_URL, QDRANT_HOST and QDRANT_LOCAL_PATH)."
-        )
+    check_compactable(settings, max_segment_mb)
     from alexandria.store.embedded import EmbeddedStore, shard_segments
 
     store = open_store(settings.model_copy(update={"embedded_max_segment_mb": max_segment_mb}))
