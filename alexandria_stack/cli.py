@@ -192,7 +192,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
         settings = settings.model_copy(update={"qdrant_collection": args.collection})
     check_compactable(settings, args.segment_mb)
     print(f"compacting {settings.qdrant_collection} under {settings.embedded_path} into segments of up to "
-          f"{args.segment_mb} MB: minutes at a million passages", file=sys.stderr, flush=True)
+          f"{args.segment_mb} MB: on a large library, best left to run overnight", file=sys.stderr, flush=True)
     done = compact(settings, args.segment_mb)
     print(f"{done.collection}: {done.segments_before} -> {done.segments_after} segments in {done.seconds:.0f} s")
     return 0

@@ -57,7 +57,7 @@ class Compaction:
 def compact(settings: StoreSettings, max_segment_mb: int) -> Compaction:
     """Merge the embedded collection QDRANT_COLLECTION into segments of up to `max_segment_mb` of vectors each.
 
-    In this process, which the merge holds until it is done (minutes at a million passages): the stack, which
+    In this process, which the merge holds until it is done (past 13 minutes at 3 million passages): the stack, which
     owns the store while it runs, must be stopped, or opening the store fails naming it. The merged segments
     stay as they are when the stack opens the store again with its own, smaller cap.
     """
