@@ -3,6 +3,7 @@
     .venv/bin/python bench/scale.py --points 100000 --points 1000000 [--books 10000] [--compact-mb 1000]
                                     [--queries 200] [--clients 30] [--scratch var/bench-scale] [--keep]
     .venv/bin/python bench/scale.py --sweep [--ef 64 --ef 128 ...] [--oversampling 1 --oversampling 3 ...]
+    .venv/bin/python bench/scale.py --kept [--compact-mb 1000] --scratch var/bench-scale
 
 With no size (no --points, no --books), only step 1: the sync and the embedder's memory.
 
@@ -37,6 +38,9 @@ Before building, the free disk is checked against an estimate (from the synced b
 point); the bench refuses when the estimate does not fit. The scratch directory is removed at the end
 unless --keep. `--sweep` builds nothing: on the collection a --keep run left it measures the ANN recall
 (both) and query time at each --ef (hnsw_ef) and --oversampling (of a quantised collection) given.
+`--kept` builds nothing either: it measures every figure of step 2 but the build's on the collection a --keep
+run left, after compacting it with --compact-mb (a collection compacted before by `alexandria compact` is
+measured as it stands); the scratch directory is kept.
 
 The last line is JSON, for the largest size built: books, points, disk_gb, wal_gb, rss_gb (services,
 peak under load), rss_anon_gb (its anonymous part: the rest is the store's mapped files, which the
@@ -138,8 +142,8 @@ class Size:
     books: int
     points: int
     passages: int
-    write_pps: float
-    upsert_pps: float
+    write_pps: float | None  # None: not built by this run (--kept)
+    upsert_pps: float | None
     segments_gb: float
     wal_gb: float
     segments: int  # every query searches each one
@@ -405,8 +409,8 @@ async def through_stack(stack: RunningStack, start_s: float, questions: list[str
 
 def measure_size(
     settings: StoreSettings, scratch: Path, corpus: Path, source: SourceBooks, exact: ExactSearch,
-    copies: int, build_s: tuple[int, float, float], queries: np.ndarray, questions: list[str], loaded: list[str],
-    clients: int, compact_s: float | None = None,
+    copies: int, build_s: tuple[int, float, float] | None, queries: np.ndarray, questions: list[str],
+    loaded: list[str], clients: int, compact_s: float | None = None,
 ) -> Size:
     """The figures of the bench collection as it stands (closed): disk, reopen, recall, then the stack's."""
     collection_dir = settings.embedded_path / BENCH
@@ -424,10 +428,11 @@ def measure_size(
              points, ann.exact, ann.within_epsilon, cold_s, warm_s)
     with stack_on(scratch, corpus, BENCH) as (stack, start_s):
         served = asyncio.run(through_stack(stack, start_s, questions, loaded, clients))
-    written, upsert_s, optimize_s = build_s
+    written, upsert_s, optimize_s = build_s or (0, 0.0, 0.0)
     return Size(
         books=copies * source.books, points=points, passages=copies * source.passages,
-        write_pps=written / (upsert_s + optimize_s), upsert_pps=written / upsert_s,
+        write_pps=written / (upsert_s + optimize_s) if build_s else None,
+        upsert_pps=written / upsert_s if build_s else None,
         segments_gb=segments / GB, wal_gb=wal / GB, segments=shard_segments(collection_dir), reopen_cold_s=cold_s, reopen_warm_s=warm_s,
         ann=ann, stack_start_s=served.start_s,
         rss_start_gb=served.rss_start_mb / 1024, rss_idle_gb=served.rss_idle_mb / 1024,
@@ -445,15 +450,32 @@ def estimate_bytes(settings: StoreSettings, source_collection: str, source: Sour
     return points * (segments / len(source.records) * DISK_MARGIN + source.vector_size * 4)
 
 
+@dataclass(frozen=True)
+class Questions:
+    """Distinct questions for each measurement: the ANN recall's (encoded once, by the sync's embedder), the
+    one-after-another latencies' (a warm-up first), and the concurrent clients'."""
+
+    recall: list[str]
+    latency: list[str]
+    loaded: list[str]
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> Questions:
+        asked = [q.question for q in load_questions()]
+        return cls(
+            distinct_questions(asked, args.queries),
+            distinct_questions(asked, WARM_UP_QUERIES + args.queries, skip=args.queries),
+            distinct_questions(asked, args.clients * args.client_queries, skip=WARM_UP_QUERIES + 2 * args.queries),
+        )
+
+
 def run(args: argparse.Namespace) -> tuple[list[Size], EmbedderMemory | None, StoreSettings]:
     scratch: Path = args.scratch.resolve()
     scratch.mkdir(parents=True, exist_ok=True)
     settings = store_settings(scratch)
     log.info("store settings: %s", settings)
-    asked = [q.question for q in load_questions()]
-    recall_questions = distinct_questions(asked, args.queries)
-    questions = distinct_questions(asked, WARM_UP_QUERIES + args.queries, skip=args.queries)
-    loaded = distinct_questions(asked, args.clients * args.client_queries, skip=WARM_UP_QUERIES + 2 * args.queries)
+    asked = Questions.of(args)
+    recall_questions, questions, loaded = asked.recall, asked.latency, asked.loaded
     memory = None
     source_collection = settings.qdrant_collection
     if not (scratch / "questions.npy").is_file():
@@ -521,23 +543,46 @@ def store_stages(store: Store, queries: np.ndarray, texts: list[str]) -> dict[st
     return {stage: statistics.median(times) * 1000 for stage, times in seconds.items()}
 
 
-def sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """ANN recall and query time of the bench collection a --keep run left, and the time of each store call
-    of a query, at each search setting asked: hnsw_ef, and the oversampling of a quantised collection (the
-    layout is the collection's own)."""
-    scratch: Path = args.scratch.resolve()
+def kept_collection(scratch: Path) -> tuple[StoreSettings, SourceBooks, ExactSearch]:
+    """The bench collection a --keep run left under `scratch`: the store's settings, the synced books it
+    copies, and the exact search over its vectors."""
     settings = store_settings(scratch)
     if not (scratch / VECTORS_FILE).is_file():
         raise SystemExit(f"no kept bench collection under {scratch}: build one first with --keep")
-    queries = np.load(scratch / "questions.npy")
-    texts = distinct_questions([q.question for q in load_questions()], len(queries))  # what run() encoded
     store = open_store(settings)
     try:
         source = SourceBooks.read(store, settings.qdrant_collection)
         points = store.count(BENCH)
     finally:
         store.close()
-    exact = ExactSearch.kept(scratch, source, points)
+    return settings, source, ExactSearch.kept(scratch, source, points)
+
+
+def measure_kept(args: argparse.Namespace) -> tuple[Size, StoreSettings]:
+    """Every figure but the build's of the collection a --keep run left, compacted first with --compact-mb."""
+    scratch: Path = args.scratch.resolve()
+    settings, source, exact = kept_collection(scratch)
+    compact_s = None
+    if args.compact_mb:
+        compaction = compact(settings.model_copy(update={"qdrant_collection": BENCH}), args.compact_mb)
+        log.info("compacted into segments of up to %d MB: %d -> %d segments in %.0f s", args.compact_mb,
+                 compaction.segments_before, compaction.segments_after, compaction.seconds)
+        compact_s = compaction.seconds
+    asked = Questions.of(args)
+    size = measure_size(settings, scratch, args.corpus, source, exact, exact.written // len(source.records), None,
+                        np.load(scratch / "questions.npy"), asked.latency, asked.loaded, args.clients, compact_s)
+    return size, settings
+
+
+def sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """ANN recall and query time of the bench collection a --keep run left, and the time of each store call
+    of a query, at each search setting asked: hnsw_ef, and the oversampling of a quantised collection (the
+    layout is the collection's own)."""
+    scratch: Path = args.scratch.resolve()
+    settings, _, exact = kept_collection(scratch)
+    queries = np.load(scratch / "questions.npy")
+    texts = distinct_questions([q.question for q in load_questions()], len(queries))  # what run() encoded
+    points = exact.written
     truth = exact.nearest(queries, ANN_LIMIT)
     rows = []
     for ef in args.ef or [settings.qdrant_hnsw_ef]:
@@ -558,8 +603,8 @@ def table(sizes: list[Size]) -> str:
     columns: list[tuple[str, str, Any]] = [
         ("books", "{:>9,}", lambda s: s.books),
         ("points", "{:>11,}", lambda s: s.points),
-        ("write p/s", "{:>9.0f}", lambda s: s.write_pps),
-        ("upsert p/s", "{:>10.0f}", lambda s: s.upsert_pps),
+        ("write p/s", "{:>9}", lambda s: _whole(s.write_pps)),
+        ("upsert p/s", "{:>10}", lambda s: _whole(s.upsert_pps)),
         ("seg GB", "{:>7.2f}", lambda s: s.segments_gb),
         ("wal GB", "{:>6.2f}", lambda s: s.wal_gb),
         ("segments", "{:>8}", lambda s: s.segments),
@@ -581,18 +626,24 @@ def table(sizes: list[Size]) -> str:
         ("ANN ms", "{:>6.2f}", lambda s: s.ann.query_ms),
         ("recall@10", "{:>9.3f}", lambda s: s.ann.exact),
         ("within eps", "{:>10.3f}", lambda s: s.ann.within_epsilon),
-        ("compact s", "{:>9}", lambda s: "" if s.compact_s is None else f"{s.compact_s:.0f}"),
+        ("compact s", "{:>9}", lambda s: _whole(s.compact_s)),
     ]
     header = " ".join(f"{name:>{len(fmt.format(value(sizes[0])))}}" for name, fmt, value in columns)
     rows = [" ".join(fmt.format(value(s)) for _, fmt, value in columns) for s in sizes]
     return "\n".join([header, *rows])
 
 
-def estimate_library(size: Size) -> dict[str, float]:
-    """10,000 books at the largest size's figures a book: points, disk, and the hours a build at its write rate takes."""
+def _whole(value: float | None) -> str:
+    """A table cell: the value without decimals, blank for a figure this run did not measure."""
+    return "" if value is None else f"{value:.0f}"
+
+
+def estimate_library(size: Size) -> dict[str, float | None]:
+    """10,000 books at the largest size's figures a book: points, disk, and the hours a build at its write rate
+    takes (None when this run built nothing)."""
     points = size.points / size.books * LIBRARY_BOOKS
     return {"points": round(points), "disk_gb": round(size.disk_gb / size.books * LIBRARY_BOOKS, 1),
-            "build_hours": round(points / size.write_pps / 3600, 2)}
+            "build_hours": round(points / size.write_pps / 3600, 2) if size.write_pps else None}
 
 
 def summary(sizes: list[Size], memory: EmbedderMemory | None, settings: StoreSettings) -> dict[str, Any]:
@@ -612,7 +663,7 @@ def summary(sizes: list[Size], memory: EmbedderMemory | None, settings: StoreSet
         "rss_gb": round(largest.rss_load_gb, 2),
         "rss_anon_gb": round(largest.anon_load_gb, 2),
         "reopen_s": round(largest.reopen_cold_s, 2),
-        "write_pps": round(largest.write_pps),
+        "write_pps": round(largest.write_pps) if largest.write_pps else None,
         "query_p50_ms": round(largest.precise.p50_ms, 1),
         "query_p95_ms": round(largest.precise.p95_ms, 1),
         "contextual_p50_ms": round(largest.contextual.p50_ms, 1),
@@ -639,6 +690,9 @@ def main() -> None:
     parser.add_argument("--sweep", action="store_true",
                         help="build nothing: the ANN recall of the collection a --keep run left, at each --ef and "
                              "--oversampling")
+    parser.add_argument("--kept", action="store_true",
+                        help="build nothing: measure the collection a --keep run left (compacted first with "
+                             "--compact-mb); the scratch directory is kept")
     parser.add_argument("--ef", type=int, action="append", default=[], help="with --sweep: an hnsw_ef (repeatable)")
     parser.add_argument("--oversampling", type=float, action="append", default=[],
                         help="with --sweep: a quantised collection's oversampling (repeatable)")
@@ -655,6 +709,11 @@ def main() -> None:
                         + ", ".join(f"{k.removesuffix('_ms')} {v:.1f}" for k, v in r.items() if k.endswith("_ms")
                                     and k != "query_ms") for r in rows))
         print(json.dumps(rows))
+        return
+    if args.kept:
+        size, settings = measure_kept(args)
+        print(table([size]))
+        print(json.dumps(summary([size], None, settings)))
         return
     try:
         sizes, memory, settings = run(args)

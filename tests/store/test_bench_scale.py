@@ -76,3 +76,19 @@ def test_copies_keep_the_books_apart_and_the_search_agrees_with_exact_search(tmp
     segments, wal = scale.shard_bytes(tmp_path / "store" / scale.BENCH)
     assert segments > 0 and wal > 0
     assert shard_segments(tmp_path / "store" / scale.BENCH) >= 1
+
+
+def test_a_collection_measured_without_building_it_leaves_the_build_figures_blank() -> None:
+    latency = load_bench_module("query").Latency(10.0, 20.0, 5)
+    size = scale.Size(
+        books=10, points=3000, passages=2700, write_pps=None, upsert_pps=None, segments_gb=0.5, wal_gb=0.01,
+        segments=3, reopen_cold_s=1.0, reopen_warm_s=0.5, ann=scale.AnnRecall(0.9, 0.99, 1.5), stack_start_s=4.0,
+        rss_start_gb=1.0, rss_idle_gb=1.1, rss_load_gb=1.2, anon_idle_gb=0.3, anon_load_gb=0.4, precise=latency,
+        contextual=latency, under_load=latency, compact_s=12.4,
+    )
+    _, row = scale.table([size]).splitlines()
+    assert row.split()[:4] == ["10", "3,000", "0.50", "0.01"]  # no write rates: the next cells are the disk's
+    assert row.split()[-1] == "12"
+    summary = scale.summary([size], None, settings_for("embedded", Path("unused")))
+    assert summary["write_pps"] is None and summary["estimate_10000_books"]["build_hours"] is None
+    assert summary["estimate_10000_books"]["disk_gb"] == pytest.approx(0.51 * 1000, abs=0.1)
