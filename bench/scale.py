@@ -40,7 +40,9 @@ unless --keep. `--sweep` builds nothing: on the collection a --keep run left it 
 (both) and query time at each --ef (hnsw_ef) and --oversampling (of a quantised collection) given.
 `--kept` builds nothing either: it measures every figure of step 2 but the build's on the collection a --keep
 run left, after compacting it with --compact-mb (a collection compacted before by `alexandria compact` is
-measured as it stands); the scratch directory is kept.
+measured as it stands); the scratch directory is kept. With --memory-gb, the whole stack (every process
+`alexandria up` starts: gateway, services, embedder) is held to that much memory together, page cache included
+(a cgroup v1 memory group, as a container's limit holds a container).
 
 The last line is JSON, for the largest size built: books, points, disk_gb, wal_gb, rss_gb (services,
 peak under load), rss_anon_gb (its anonymous part: the rest is the store's mapped files, which the
@@ -107,6 +109,7 @@ EXACT_BLOCK = 200_000
 # The estimate's margin over the synced books' own bytes a point: index growth, merges in flight, the WAL.
 DISK_MARGIN = 1.5
 GB = 1024**3
+CGROUP_MEMORY = Path("/sys/fs/cgroup/memory")
 LIBRARY_BOOKS = 10_000
 
 log = logging.getLogger("bench.scale")
@@ -160,6 +163,7 @@ class Size:
     contextual: Latency
     under_load: Latency
     compact_s: float | None = None  # the figures after `alexandria compact` (--compact-mb), which took this long
+    memory_limit_gb: float | None = None  # the whole stack held to this much memory, page cache included
 
     @property
     def disk_gb(self) -> float:
@@ -294,15 +298,51 @@ def ann_recall(store: Store, exact: ExactSearch, queries: np.ndarray, truth: lis
 
 
 @contextmanager
-def stack_on(scratch: Path, corpus: Path, collection: str | None = None) -> Iterator[tuple[RunningStack, float]]:
-    """`alexandria up` on the scratch store (serving `collection` when given), with its start-up seconds."""
-    started = time.perf_counter()
-    stack = start_stack(scratch, corpus / "calibre-library", corpus / "local-files",
-                        {"QDRANT_COLLECTION": collection} if collection else None)
+def memory_group(limit_gb: float | None) -> Iterator[Path | None]:
+    """A memory cgroup (v1) of `limit_gb`, page cache included, as a container's memory limit (None when no
+    limit is asked). The processes this one starts while it is in the group (join) stay in it: a process
+    moved in later would bring none of its pages along (this kernel moves no charges)."""
+    if limit_gb is None:
+        yield None
+        return
+    if not (CGROUP_MEMORY / "cgroup.procs").is_file():
+        raise SystemExit(f"--memory-gb needs a cgroup v1 memory controller at {CGROUP_MEMORY}; run without it")
+    group = CGROUP_MEMORY / f"alexandria-bench-{os.getpid()}"
+    group.mkdir()
     try:
-        yield stack, time.perf_counter() - started
+        (group / "memory.limit_in_bytes").write_text(str(int(limit_gb * GB)))
+        yield group
+        log.info("memory cgroup of %g GB: peak %.2f GB, limit reached %s times", limit_gb,
+                 int((group / "memory.max_usage_in_bytes").read_text()) / GB,
+                 (group / "memory.failcnt").read_text().strip())
     finally:
-        stack.stop()
+        join(CGROUP_MEMORY)
+        group.rmdir()
+
+
+def join(group: Path) -> None:
+    """Move this process into the memory cgroup `group`."""
+    (group / "cgroup.procs").write_text(str(os.getpid()))
+
+
+@contextmanager
+def stack_on(scratch: Path, corpus: Path, collection: str | None = None,
+             memory_limit_gb: float | None = None) -> Iterator[tuple[RunningStack, float]]:
+    """`alexandria up` on the scratch store (serving `collection` when given), with its start-up seconds; every
+    process of it held to `memory_limit_gb` together when given."""
+    with memory_group(memory_limit_gb) as group:
+        if group:
+            join(group)
+        started = time.perf_counter()
+        stack = start_stack(scratch, corpus / "calibre-library", corpus / "local-files",
+                            {"QDRANT_COLLECTION": collection} if collection else None)
+        start_s = time.perf_counter() - started
+        if group:
+            join(CGROUP_MEMORY)  # the bench's own memory is not the stack's
+        try:
+            yield stack, start_s
+        finally:
+            stack.stop()
 
 
 def embedder_pid(stack: RunningStack) -> int:
@@ -410,7 +450,7 @@ async def through_stack(stack: RunningStack, start_s: float, questions: list[str
 def measure_size(
     settings: StoreSettings, scratch: Path, corpus: Path, source: SourceBooks, exact: ExactSearch,
     copies: int, build_s: tuple[int, float, float] | None, queries: np.ndarray, questions: list[str],
-    loaded: list[str], clients: int, compact_s: float | None = None,
+    loaded: list[str], clients: int, compact_s: float | None = None, memory_limit_gb: float | None = None,
 ) -> Size:
     """The figures of the bench collection as it stands (closed): disk, reopen, recall, then the stack's."""
     collection_dir = settings.embedded_path / BENCH
@@ -426,7 +466,7 @@ def measure_size(
         store.close()
     log.info("%d points: recall@10 %.3f (within epsilon %.3f), reopen %.2f s cold, %.2f s warm; starting the stack",
              points, ann.exact, ann.within_epsilon, cold_s, warm_s)
-    with stack_on(scratch, corpus, BENCH) as (stack, start_s):
+    with stack_on(scratch, corpus, BENCH, memory_limit_gb) as (stack, start_s):
         served = asyncio.run(through_stack(stack, start_s, questions, loaded, clients))
     written, upsert_s, optimize_s = build_s or (0, 0.0, 0.0)
     return Size(
@@ -438,7 +478,7 @@ def measure_size(
         rss_start_gb=served.rss_start_mb / 1024, rss_idle_gb=served.rss_idle_mb / 1024,
         rss_load_gb=served.rss_load_mb / 1024, anon_idle_gb=served.anon_idle_mb / 1024,
         anon_load_gb=served.anon_load_mb / 1024, precise=served.precise, contextual=served.contextual,
-        under_load=served.under_load, compact_s=compact_s,
+        under_load=served.under_load, compact_s=compact_s, memory_limit_gb=memory_limit_gb,
     )
 
 
@@ -570,7 +610,8 @@ def measure_kept(args: argparse.Namespace) -> tuple[Size, StoreSettings]:
         compact_s = compaction.seconds
     asked = Questions.of(args)
     size = measure_size(settings, scratch, args.corpus, source, exact, exact.written // len(source.records), None,
-                        np.load(scratch / "questions.npy"), asked.latency, asked.loaded, args.clients, compact_s)
+                        np.load(scratch / "questions.npy"), asked.latency, asked.loaded, args.clients, compact_s,
+                        args.memory_gb)
     return size, settings
 
 
@@ -627,6 +668,7 @@ def table(sizes: list[Size]) -> str:
         ("recall@10", "{:>9.3f}", lambda s: s.ann.exact),
         ("within eps", "{:>10.3f}", lambda s: s.ann.within_epsilon),
         ("compact s", "{:>9}", lambda s: _whole(s.compact_s)),
+        ("mem cap GB", "{:>10}", lambda s: "" if s.memory_limit_gb is None else f"{s.memory_limit_gb:g}"),
     ]
     header = " ".join(f"{name:>{len(fmt.format(value(sizes[0])))}}" for name, fmt, value in columns)
     rows = [" ".join(fmt.format(value(s)) for _, fmt, value in columns) for s in sizes]
@@ -693,6 +735,9 @@ def main() -> None:
     parser.add_argument("--kept", action="store_true",
                         help="build nothing: measure the collection a --keep run left (compacted first with "
                              "--compact-mb); the scratch directory is kept")
+    parser.add_argument("--memory-gb", type=float,
+                        help="with --kept: hold the whole stack to this much memory, page cache included (a cgroup, "
+                             "as a container's memory limit does)")
     parser.add_argument("--ef", type=int, action="append", default=[], help="with --sweep: an hnsw_ef (repeatable)")
     parser.add_argument("--oversampling", type=float, action="append", default=[],
                         help="with --sweep: a quantised collection's oversampling (repeatable)")
