@@ -34,7 +34,7 @@ from alexandria.errors import AlexandriaError, InternalError, Unavailable
 from alexandria.logs import configure_logging
 from alexandria.progress import follow, progress_bar
 from alexandria.settings import ClientSettings, CommonSettings, GatewaySettings, StackSettings, StoreSettings
-from alexandria.store.factory import COMPACT_SEGMENT_MB, check_compactable, compact
+from alexandria.store.factory import COMPACT_SEGMENT_MB, compact
 from alexandria.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
 from alexandria_stack.layout import StackLayout, library_problem
 
@@ -190,10 +190,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
     settings = StoreSettings()
     if args.collection:
         settings = settings.model_copy(update={"qdrant_collection": args.collection})
-    check_compactable(settings, args.segment_mb)
-    print(f"compacting {settings.qdrant_collection} under {settings.embedded_path} into segments of up to "
-          f"{args.segment_mb} MB: on a large library, best left to run overnight", file=sys.stderr, flush=True)
-    done = compact(settings, args.segment_mb)
+    done = compact(settings, args.segment_mb, report=lambda line: print(line, file=sys.stderr, flush=True))
     print(f"{done.collection}: {done.segments_before} -> {done.segments_after} segments in {done.seconds:.0f} s")
     return 0
 

@@ -547,7 +547,7 @@ def run(args: argparse.Namespace) -> tuple[list[Size], EmbedderMemory | None, St
             store = open_store(settings)
         if args.compact_mb:
             store.close()
-            compaction = compact(settings.model_copy(update={"qdrant_collection": BENCH}), args.compact_mb)
+            compaction = compact(settings.model_copy(update={"qdrant_collection": BENCH}), args.compact_mb, log.info)
             log.info("compacted into segments of up to %d MB: %d -> %d segments in %.0f s", args.compact_mb,
                      compaction.segments_before, compaction.segments_after, compaction.seconds)
             sizes.append(measure_size(settings, scratch, args.corpus, source, exact, done, build_s, queries,
@@ -604,7 +604,7 @@ def measure_kept(args: argparse.Namespace) -> tuple[Size, StoreSettings]:
     settings, source, exact = kept_collection(scratch)
     compact_s = None
     if args.compact_mb:
-        compaction = compact(settings.model_copy(update={"qdrant_collection": BENCH}), args.compact_mb)
+        compaction = compact(settings.model_copy(update={"qdrant_collection": BENCH}), args.compact_mb, log.info)
         log.info("compacted into segments of up to %d MB: %d -> %d segments in %.0f s", args.compact_mb,
                  compaction.segments_before, compaction.segments_after, compaction.seconds)
         compact_s = compaction.seconds

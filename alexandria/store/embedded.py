@@ -597,6 +597,11 @@ def shard_segments(shard_path: Path) -> int:
     return sum(1 for segment in (shard_path / "segments").iterdir() if segment.is_dir())
 
 
+def shard_segment_bytes(shard_path: Path) -> int:
+    """The bytes on disk of the segments of the shard at `shard_path` (its write-ahead log apart)."""
+    return disk_usage(shard_path / "segments")
+
+
 def _engine_config(shard_path: Path) -> dict[str, Any]:
     """qdrant-edge's own record of the shard at `shard_path` (its JSON form)."""
     config: dict[str, Any] = json.loads((shard_path / _ENGINE_CONFIG).read_text(encoding="utf-8"))

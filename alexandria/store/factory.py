@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import shutil
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from alexandria.errors import FailedPrecondition, InvalidArgument
 from alexandria.settings import MIN_SEGMENT_MB, StoreSettings
+from alexandria.store.common import disk_usage
 from alexandria.store.model import CollectionLayout, Store
 
 
@@ -32,6 +38,9 @@ def open_store(settings: StoreSettings) -> Store:
 
 # About 8 segments of this size hold the 3 million passages of 10,000 books (README, Benchmarks).
 COMPACT_SEGMENT_MB = 1000
+# How often a compaction says how far it got: at 10,000 books it runs for most of an hour.
+PROGRESS_S = 60.0
+_GB = 1024**3
 
 
 def check_compactable(settings: StoreSettings, max_segment_mb: int) -> None:
@@ -54,26 +63,68 @@ class Compaction:
     seconds: float
 
 
-def compact(settings: StoreSettings, max_segment_mb: int) -> Compaction:
+def compact(settings: StoreSettings, max_segment_mb: int, report: Callable[[str], None] = lambda _: None) -> Compaction:
     """Merge the embedded collection QDRANT_COLLECTION into segments of up to `max_segment_mb` of vectors each.
 
-    In this process, which the merge holds until it is done (past 13 minutes at 3 million passages): the stack, which
-    owns the store while it runs, must be stopped, or opening the store fails naming it. The merged segments
-    stay as they are when the stack opens the store again with its own, smaller cap.
+    In this process, which the merge holds until it is done: the stack, which owns the store while it runs, must
+    be stopped, or opening the store fails naming it. The merged segments stay as they are when the stack opens
+    the store again with its own, smaller cap. `report` gets a line once every check has passed, then one every
+    PROGRESS_S while the merges run.
     """
     check_compactable(settings, max_segment_mb)
-    from alexandria.store.embedded import EmbeddedStore, shard_segments
+    from alexandria.store.embedded import EmbeddedStore, shard_segment_bytes, shard_segments
 
     store = open_store(settings.model_copy(update={"embedded_max_segment_mb": max_segment_mb}))
     assert isinstance(store, EmbeddedStore)  # the backend, checked above
     try:
         collection = settings.qdrant_collection
-        before = store.segment_count(collection)
         target = store.collection_target(collection)
+        shard = settings.embedded_path / target
+        before = store.segment_count(collection)
+        segment_bytes = shard_segment_bytes(shard)
+        check_free_disk(target, shard, segment_bytes)
+        report(f"compacting {target} under {settings.embedded_path} ({before} segments, {segment_bytes / _GB:.1f} GB) "
+               f"into segments of up to {max_segment_mb} MB: on a large library, best left to run overnight")
         started = time.perf_counter()
-        store.optimize(collection)
+        with reporting_progress(shard, segment_bytes, report):
+            store.optimize(collection)
         seconds = time.perf_counter() - started
     finally:
         store.close()
     # Counted closed: the segments a merge replaced are deleted when the shard closes.
-    return Compaction(target, before, shard_segments(settings.embedded_path / target), seconds)
+    return Compaction(target, before, shard_segments(shard), seconds)
+
+
+def check_free_disk(collection: str, shard: Path, segment_bytes: int) -> None:
+    """Refuse a compaction the disk has no room for: it writes the whole collection again before the segments
+    it replaced are deleted (when the shard closes)."""
+    free = shutil.disk_usage(shard).free
+    if free < segment_bytes:
+        raise FailedPrecondition(
+            f"Compacting '{collection}' writes its {segment_bytes / _GB:.1f} GB of segments again before it deletes "
+            f"the old ones, and {shard.parent} has {free / _GB:.1f} GB free: free "
+            f"{(segment_bytes - free) / _GB:.1f} GB more there (or move ALEXANDRIA_DATA_DIR to a larger disk), "
+            "then compact again."
+        )
+
+
+@contextmanager
+def reporting_progress(shard: Path, segment_bytes: int, report: Callable[[str], None]) -> Iterator[None]:
+    """Every PROGRESS_S while the block runs, report how much of the collection the merges have written again."""
+    start_bytes = disk_usage(shard)
+    started = time.monotonic()
+    finished = threading.Event()
+
+    def watch() -> None:
+        while not finished.wait(PROGRESS_S):
+            written = max(0, disk_usage(shard) - start_bytes)
+            report(f"{(time.monotonic() - started) / 60:.0f} min: {written / _GB:.1f} of about "
+                   f"{segment_bytes / _GB:.1f} GB written again")
+
+    watcher = threading.Thread(target=watch, name="compact-progress", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        finished.set()
+        watcher.join()

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from alexandria.errors import FailedPrecondition, NotFound, Unavailable
 from alexandria.settings import available_cpus
-from alexandria.store import Filter, StoredPoint, lexical, open_store
+from alexandria.store import Filter, StoredPoint, factory, lexical, open_store
 from alexandria.store import embedded as embedded_module
 from alexandria.store import schema as f
 from alexandria.store.embedded import EmbeddedStore, shard_segments
-from alexandria.store.factory import compact
+from alexandria.store.factory import compact, reporting_progress
 from alexandria.store.model import CollectionLayout
 from store.synthetic import COLLECTION, DIMENSION, METADATA, PASSAGES, axis, settings_for, stored_point
 
@@ -171,8 +174,11 @@ def test_compact_merges_a_collections_segments_and_later_merges_keep_them(
     settings = settings_for("embedded", tmp_path).model_copy(update={"qdrant_collection": COLLECTION})
     assert shard_segments(settings.embedded_path / COLLECTION) > 8
 
-    compaction = compact(settings, max_segment_mb=10)
+    said: list[str] = []
+    compaction = compact(settings, max_segment_mb=10, report=said.append)
 
+    assert re.fullmatch(rf"compacting {COLLECTION} under .* \(\d+ segments, 0\.0 GB\) into segments of up to "
+                        r"10 MB: on a large library, best left to run overnight", said[0])
     assert compaction.collection == COLLECTION
     assert compaction.segments_before > 8 >= compaction.segments_after
     assert shard_segments(settings.embedded_path / COLLECTION) == compaction.segments_after
@@ -186,6 +192,38 @@ def test_compact_merges_a_collections_segments_and_later_merges_keep_them(
         assert store.segment_count(COLLECTION) == compaction.segments_after
     finally:
         store.close()
+
+
+def test_compact_refuses_when_the_disk_cannot_hold_the_collection_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _written_in_small_segments(tmp_path, monkeypatch, books=2)
+    settings = settings_for("embedded", tmp_path).model_copy(update={"qdrant_collection": COLLECTION})
+    before = shard_segments(settings.embedded_path / COLLECTION)
+    monkeypatch.setattr(factory.shutil, "disk_usage", lambda path: SimpleNamespace(total=100, used=100, free=0))
+    said: list[str] = []
+
+    with pytest.raises(FailedPrecondition, match=rf"Compacting '{COLLECTION}' writes its 0.0 GB of segments again "
+                       r"before it deletes the old ones, and .* has 0.0 GB free: free 0.0 GB more there"):
+        compact(settings, max_segment_mb=10, report=said.append)
+
+    assert not said
+    assert shard_segments(settings.embedded_path / COLLECTION) == before
+
+
+def test_a_compaction_says_how_far_it_got_while_it_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(factory, "PROGRESS_S", 0.05)
+    said: list[str] = []
+    with reporting_progress(tmp_path, 2 * 1024**3, said.append):
+        (tmp_path / "merged").write_bytes(b"x" * (110 * 1024**2))
+        deadline = time.monotonic() + 10
+        while not any("0.1 of about" in line for line in said) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    reported = len(said)
+    time.sleep(0.2)
+
+    assert re.fullmatch(r"0 min: 0\.1 of about 2\.0 GB written again", said[-1])
+    assert len(said) == reported, "nothing is reported once the compaction is over"
 
 
 def test_compact_names_what_is_wrong_instead_of_compacting(tmp_path: Path) -> None:
