@@ -112,6 +112,8 @@ class _Sidecar(TypedDict):
 _ALIASES_FILE = "aliases.json"
 # qdrant-edge's own record of a shard's config, in the shard's folder (rewritten whenever it loads it).
 _ENGINE_CONFIG = "edge_config.json"
+# Where qdrant-edge builds a merged segment before it moves it among the shard's segments.
+_MERGES_IN_PROGRESS = "temp_segments"
 _INDEXING_THRESHOLD_KB = 10_000
 _SEGMENTS = 8
 # The lexical index by how a collection was laid out (its `on_disk`). In RAM (the engine's default) it is the
@@ -458,6 +460,7 @@ class EmbeddedStore(Store):
             if collection not in self._shards:
                 config = self._load_config(path)
                 self._shards[collection] = self._open_shard(path, lambda: edge.EdgeShard.load(str(path), config))
+                _remove_interrupted_merges(path)
             return self._shards[collection]
 
     def _create_shard(self, collection: str, dimension: int, metadata: dict[str, Any]) -> edge.EdgeShard:
@@ -595,6 +598,23 @@ def _write_atomically(path: Path, content: object) -> None:
 def shard_segments(shard_path: Path) -> int:
     """The segments in the shard at `shard_path`; ones a merge replaced may stay listed until it is closed."""
     return sum(1 for segment in (shard_path / "segments").iterdir() if segment.is_dir())
+
+
+def _remove_interrupted_merges(shard_path: Path) -> None:
+    """Delete the segments a merge was still building when its process died (a stopped `alexandria compact`
+    leaves gigabytes there), as a Qdrant server does when it loads a shard; qdrant-edge leaves them. Only
+    once the shard is loaded: its lock then says no other process is merging into that folder."""
+    builds = shard_path / _MERGES_IN_PROGRESS
+    left = list(builds.iterdir()) if builds.is_dir() else []
+    if not left:
+        return
+    size = disk_usage(builds)
+    for build in left:  # the folder itself is the engine's
+        if build.is_dir():
+            shutil.rmtree(build)
+        else:
+            build.unlink()
+    log.warning("removed %.1f MB of segments an interrupted merge left in %s", size / 1024**2, builds)
 
 
 def shard_segment_bytes(shard_path: Path) -> int:

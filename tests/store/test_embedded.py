@@ -226,6 +226,27 @@ def test_a_compaction_says_how_far_it_got_while_it_runs(tmp_path: Path, monkeypa
     assert len(said) == reported, "nothing is reported once the compaction is over"
 
 
+def test_what_an_interrupted_merge_left_is_removed_by_the_next_process_that_owns_the_store(
+    embedded: EmbeddedStore, tmp_path: Path
+) -> None:
+    builds = tmp_path / "store" / COLLECTION / "temp_segments"
+    (builds / "segment_builder_x" / "vector_index-dense").mkdir(parents=True)
+    (builds / "segment_builder_x" / "vector_index-dense" / "graph.bin").write_bytes(b"x" * 4096)
+
+    with pytest.raises(FailedPrecondition, match="Another process holds the store"):
+        open_store(settings_for("embedded", tmp_path))
+    assert (builds / "segment_builder_x").is_dir(), "the owner's merge in progress is not the second opener's"
+
+    embedded.close()  # a `compact` killed mid-merge, as far as the folder can tell
+    reopened = open_store(settings_for("embedded", tmp_path))
+    try:
+        assert builds.is_dir() and not any(builds.iterdir())
+        assert reopened.count(COLLECTION) == len(PASSAGES)
+        reopened.optimize(COLLECTION)
+    finally:
+        reopened.close()
+
+
 def test_compact_names_what_is_wrong_instead_of_compacting(tmp_path: Path) -> None:
     with pytest.raises(NotFound, match="'alexandria' does not exist"):
         compact(settings_for("embedded", tmp_path), max_segment_mb=1000)
