@@ -468,6 +468,8 @@ def measure_size(
              points, ann.exact, ann.within_epsilon, cold_s, warm_s)
     with stack_on(scratch, corpus, BENCH, memory_limit_gb) as (stack, start_s):
         served = asyncio.run(through_stack(stack, start_s, questions, loaded, clients))
+        log.info("the stack's processes after the load (RSS MB): %s",
+                 ", ".join(f"{command.rsplit(' ', 1)[-1]} {rss_mb(pid):.0f}" for pid, command in stack.children().items()))
     written, upsert_s, optimize_s = build_s or (0, 0.0, 0.0)
     return Size(
         books=copies * source.books, points=points, passages=copies * source.passages,
