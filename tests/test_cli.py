@@ -87,6 +87,7 @@ def test_compact_merges_the_collection_of_a_stopped_stack_and_says_what_it_did(t
 
     assert done.returncode == 0, done.stderr
     assert "compacting alexandria" in done.stderr and "segments of up to 1000 MB" in done.stderr
+    assert "Its dense searches now visit 1024 candidates in each segment" in done.stderr
     assert re.fullmatch(r"alexandria: 1 -> 1 segments in \d+ s", done.stdout.strip())
     reopened = open_store(settings_for("embedded", tmp_path))
     try:

@@ -61,6 +61,7 @@ class Compaction:
     segments_before: int
     segments_after: int
     seconds: float
+    hnsw_ef: int  # what its dense searches visit from now on
 
 
 def compact(settings: StoreSettings, max_segment_mb: int, report: Callable[[str], None] = lambda _: None) -> Compaction:
@@ -69,10 +70,16 @@ def compact(settings: StoreSettings, max_segment_mb: int, report: Callable[[str]
     In this process, which the merge holds until it is done: the stack, which owns the store while it runs, must
     be stopped, or opening the store fails naming it. The merged segments stay as they are when the stack opens
     the store again with its own, smaller cap. `report` gets a line once every check has passed, then one every
-    PROGRESS_S while the merges run.
+    PROGRESS_S while the merges run. The collection is marked compacted: its dense searches visit more
+    candidates from then on (embedded.py, COMPACTED_EF_FACTOR).
     """
     check_compactable(settings, max_segment_mb)
-    from alexandria.store.embedded import EmbeddedStore, shard_segment_bytes, shard_segments
+    from alexandria.store.embedded import (
+        COMPACTED_EF_FACTOR,
+        EmbeddedStore,
+        shard_segment_bytes,
+        shard_segments,
+    )
 
     store = open_store(settings.model_copy(update={"embedded_max_segment_mb": max_segment_mb}))
     assert isinstance(store, EmbeddedStore)  # the backend, checked above
@@ -89,10 +96,11 @@ def compact(settings: StoreSettings, max_segment_mb: int, report: Callable[[str]
         with reporting_progress(shard, segment_bytes, report):
             store.optimize(collection)
         seconds = time.perf_counter() - started
+        store.mark_compacted(collection)
     finally:
         store.close()
     # Counted closed: the segments a merge replaced are deleted when the shard closes.
-    return Compaction(target, before, shard_segments(shard), seconds)
+    return Compaction(target, before, shard_segments(shard), seconds, settings.qdrant_hnsw_ef * COMPACTED_EF_FACTOR)
 
 
 def check_free_disk(collection: str, shard: Path, segment_bytes: int) -> None:

@@ -180,6 +180,8 @@ def test_compact_merges_a_collections_segments_and_later_merges_keep_them(
     assert re.fullmatch(rf"compacting {COLLECTION} under .* \(\d+ segments, 0\.0 GB\) into segments of up to "
                         r"10 MB: on a large library, best left to run overnight", said[0])
     assert compaction.collection == COLLECTION
+    assert compaction.hnsw_ef == 4 * settings.qdrant_hnsw_ef
+    assert json.loads((settings.embedded_path / f"{COLLECTION}.json").read_text())["compacted"] is True
     assert compaction.segments_before > 8 >= compaction.segments_after
     assert shard_segments(settings.embedded_path / COLLECTION) == compaction.segments_after
     # The stack's next open, with its own small cap, searches the merged segments and splits none.
@@ -190,6 +192,11 @@ def test_compact_merges_a_collections_segments_and_later_merges_keep_them(
         hits = store.query_sparse(COLLECTION, lexical.encode_query("word7"), Filter(must={f.BOOK_KEY: "book-3"}), 5)
         assert [(h.payload[f.BOOK_KEY], h.payload["n"]) for h in hits] == [("book-3", 7)]
         assert store.segment_count(COLLECTION) == compaction.segments_after
+        # Every later process searches its larger graphs deeper.
+        assert store._dense_params(COLLECTION).hnsw_ef == compaction.hnsw_ef
+        store.delete_collection(COLLECTION)
+        store.ensure_collection(COLLECTION, DIMENSION, METADATA)  # made anew: no longer compacted
+        assert store._dense_params(COLLECTION).hnsw_ef == CollectionLayout().hnsw_ef
     finally:
         store.close()
 
