@@ -86,6 +86,7 @@ from alexandria.logs import configure_logging
 from alexandria.settings import ClientSettings, StoreSettings
 from alexandria.store import DENSE, WINDOWS, Store, StoredPoint, open_store
 from alexandria.store import schema as f
+from alexandria.store.common import disk_usage
 from alexandria.store.embedded import shard_segments
 from alexandria.store.factory import compact
 from alexandria.store.lexical import encode_query
@@ -171,16 +172,9 @@ class Size:
 
 
 def shard_bytes(path: Path) -> tuple[int, int]:
-    """(segments and the rest, write-ahead log) bytes of one collection's directory."""
-    segments = wal = 0
-    for file in path.rglob("*"):
-        if file.is_file():
-            size = file.stat().st_blocks * 512  # what the disk holds: sparse files count what they use
-            if "wal" in file.relative_to(path).parts:
-                wal += size
-            else:
-                segments += size
-    return segments, wal
+    """(segments and the rest, write-ahead log) bytes on disk of one collection's directory."""
+    wal = disk_usage(path / "wal")
+    return disk_usage(path) - wal, wal
 
 
 def drop_from_page_cache(path: Path) -> None:

@@ -321,6 +321,12 @@ class EmbeddedStore(Store):
             self._write_sidecar(target, {**self._read_sidecar(target), "compacted": True})
             self._compacted.add(target)
 
+    def dense_search_ef(self, collection: str) -> int:
+        """The candidates a dense search of `collection` visits in each segment's graph."""
+        ef = self._dense_params(collection).hnsw_ef
+        assert ef is not None  # both of this store's search params set it
+        return ef
+
     def segment_count(self, collection: str) -> int:
         """The segments of the collection's shard: every query searches each of them."""
         self._shard(collection)
@@ -479,8 +485,8 @@ class EmbeddedStore(Store):
                 config = self._load_config(path)
                 self._shards[collection] = self._open_shard(path, lambda: edge.EdgeShard.load(str(path), config))
                 _remove_interrupted_merges(path)
-                sidecar = self._sidecar_path(collection)  # a lost one is refused when the collection is read
-                if sidecar.is_file() and json.loads(sidecar.read_text(encoding="utf-8")).get("compacted"):
+                # A lost sidecar is refused when the collection is read, not here.
+                if (sidecar := self._stored_sidecar(collection)) and sidecar.get("compacted"):
                     self._compacted.add(collection)
             return self._shards[collection]
 
@@ -598,15 +604,20 @@ class EmbeddedStore(Store):
         return self._root / f"{collection}.json"
 
     def _read_sidecar(self, collection: str) -> _Sidecar:
-        path = self._sidecar_path(collection)
-        try:
-            sidecar: _Sidecar = json.loads(path.read_text(encoding="utf-8"))
-            return sidecar
-        except FileNotFoundError:
+        sidecar = self._stored_sidecar(collection)
+        if sidecar is None:
             raise FailedPrecondition(
-                f"Collection '{collection}' has lost its metadata file {path}; "
+                f"Collection '{collection}' has lost its metadata file {self._sidecar_path(collection)}; "
                 "delete the collection's directory and ingest its books again."
-            ) from None
+            )
+        return sidecar
+
+    def _stored_sidecar(self, collection: str) -> _Sidecar | None:
+        try:
+            sidecar: _Sidecar = json.loads(self._sidecar_path(collection).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        return sidecar
 
     def _write_sidecar(self, collection: str, content: _Sidecar) -> None:
         _write_atomically(self._sidecar_path(collection), content)

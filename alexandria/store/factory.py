@@ -71,15 +71,10 @@ def compact(settings: StoreSettings, max_segment_mb: int, report: Callable[[str]
     be stopped, or opening the store fails naming it. The merged segments stay as they are when the stack opens
     the store again with its own, smaller cap. `report` gets a line once every check has passed, then one every
     PROGRESS_S while the merges run. The collection is marked compacted: its dense searches visit more
-    candidates from then on (embedded.py, COMPACTED_EF_FACTOR).
+    candidates from then on (EmbeddedStore.mark_compacted).
     """
     check_compactable(settings, max_segment_mb)
-    from alexandria.store.embedded import (
-        COMPACTED_EF_FACTOR,
-        EmbeddedStore,
-        shard_segment_bytes,
-        shard_segments,
-    )
+    from alexandria.store.embedded import EmbeddedStore, shard_segment_bytes, shard_segments
 
     store = open_store(settings.model_copy(update={"embedded_max_segment_mb": max_segment_mb}))
     assert isinstance(store, EmbeddedStore)  # the backend, checked above
@@ -97,10 +92,11 @@ def compact(settings: StoreSettings, max_segment_mb: int, report: Callable[[str]
             store.optimize(collection)
         seconds = time.perf_counter() - started
         store.mark_compacted(collection)
+        hnsw_ef = store.dense_search_ef(collection)
     finally:
         store.close()
     # Counted closed: the segments a merge replaced are deleted when the shard closes.
-    return Compaction(target, before, shard_segments(shard), seconds, settings.qdrant_hnsw_ef * COMPACTED_EF_FACTOR)
+    return Compaction(target, before, shard_segments(shard), seconds, hnsw_ef)
 
 
 def check_free_disk(collection: str, shard: Path, segment_bytes: int) -> None:

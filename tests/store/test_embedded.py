@@ -193,10 +193,10 @@ def test_compact_merges_a_collections_segments_and_later_merges_keep_them(
         assert [(h.payload[f.BOOK_KEY], h.payload["n"]) for h in hits] == [("book-3", 7)]
         assert store.segment_count(COLLECTION) == compaction.segments_after
         # Every later process searches its larger graphs deeper.
-        assert store._dense_params(COLLECTION).hnsw_ef == compaction.hnsw_ef
+        assert store.dense_search_ef(COLLECTION) == compaction.hnsw_ef
         store.delete_collection(COLLECTION)
         store.ensure_collection(COLLECTION, DIMENSION, METADATA)  # made anew: no longer compacted
-        assert store._dense_params(COLLECTION).hnsw_ef == CollectionLayout().hnsw_ef
+        assert store.dense_search_ef(COLLECTION) == CollectionLayout().hnsw_ef
     finally:
         store.close()
 
