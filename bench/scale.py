@@ -543,11 +543,9 @@ def run(args: argparse.Namespace) -> tuple[list[Size], EmbedderMemory | None, St
             store = open_store(settings)
         if args.compact_mb:
             store.close()
-            compaction = compact(settings.model_copy(update={"qdrant_collection": BENCH}), args.compact_mb, log.info)
-            log.info("compacted into segments of up to %d MB: %d -> %d segments in %.0f s", args.compact_mb,
-                     compaction.segments_before, compaction.segments_after, compaction.seconds)
+            compact_s = compact_bench(settings, args.compact_mb)
             sizes.append(measure_size(settings, scratch, args.corpus, source, exact, done, build_s, queries,
-                                      questions, loaded, args.clients, compaction.seconds))
+                                      questions, loaded, args.clients, compact_s))
             print(table(sizes), flush=True)
             store = open_store(settings)
     finally:
@@ -594,16 +592,19 @@ def kept_collection(scratch: Path) -> tuple[StoreSettings, SourceBooks, ExactSea
     return settings, source, ExactSearch.kept(scratch, source, points)
 
 
+def compact_bench(settings: StoreSettings, segment_mb: int) -> float:
+    """The bench collection compacted (what `alexandria compact` runs), in seconds."""
+    compaction = compact(settings.model_copy(update={"qdrant_collection": BENCH}), segment_mb, log.info)
+    log.info("compacted into segments of up to %d MB: %d -> %d segments in %.0f s", segment_mb,
+             compaction.segments_before, compaction.segments_after, compaction.seconds)
+    return compaction.seconds
+
+
 def measure_kept(args: argparse.Namespace) -> tuple[Size, StoreSettings]:
     """Every figure but the build's of the collection a --keep run left, compacted first with --compact-mb."""
     scratch: Path = args.scratch.resolve()
     settings, source, exact = kept_collection(scratch)
-    compact_s = None
-    if args.compact_mb:
-        compaction = compact(settings.model_copy(update={"qdrant_collection": BENCH}), args.compact_mb, log.info)
-        log.info("compacted into segments of up to %d MB: %d -> %d segments in %.0f s", args.compact_mb,
-                 compaction.segments_before, compaction.segments_after, compaction.seconds)
-        compact_s = compaction.seconds
+    compact_s = compact_bench(settings, args.compact_mb) if args.compact_mb else None
     asked = Questions.of(args)
     size = measure_size(settings, scratch, args.corpus, source, exact, exact.written // len(source.records), None,
                         np.load(scratch / "questions.npy"), asked.latency, asked.loaded, args.clients, compact_s,
