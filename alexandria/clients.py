@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -18,9 +18,9 @@ from grpc import aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from alexandria.errors import InternalError, from_rpc_error
-from alexandria.grpc_server import MAX_MESSAGE_BYTES
-from alexandria.settings import ClientSettings
+from alexandria.errors import InternalError, Unavailable, from_rpc_error
+from alexandria.grpc_server import MAX_MESSAGE_BYTES, client_keepalive_options
+from alexandria.settings import ClientSettings, GrpcSettings
 from alexandria.v1 import embedder_pb2, embedder_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ def open_channel(address: str) -> aio.Channel:
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.service_config", _ROUND_ROBIN),
             ("grpc.enable_retries", 0),
-            ("grpc.keepalive_time_ms", 30_000),
+            *client_keepalive_options(GrpcSettings()),
             # A service restarted after a crash is found again within a second or two, not gRPC's default
             # backoff of up to two minutes.
             ("grpc.initial_reconnect_backoff_ms", 200),
@@ -69,9 +69,9 @@ class ServiceClient:
         self.stub = stub_class(self.channel)
         self.settings = settings
 
-    def _retrying(self) -> AsyncRetrying:
+    def _retrying(self, retry: Callable[[BaseException], bool] = _is_unavailable) -> AsyncRetrying:
         return AsyncRetrying(
-            retry=retry_if_exception(_is_unavailable),
+            retry=retry_if_exception(retry),
             wait=wait_random_exponential(multiplier=0.05, max=2.0),
             stop=stop_after_attempt(self.settings.rpc_retry_attempts),
             reraise=True,
@@ -93,11 +93,13 @@ class ServiceClient:
         raise AssertionError("unreachable: tenacity reraises")
 
     async def stream(self, method: str, request: Any, timeout: float | None = None) -> AsyncGenerator[Any, None]:
-        """A server-streaming call; retried on UNAVAILABLE only until its first message arrives."""
+        """A server-streaming call; retried on UNAVAILABLE only until its first message arrives. Once one has, the
+        work has begun on the server (and may still be going on there): it is never sent again, and a break
+        comes out as Unavailable saying so."""
         rpc = getattr(self.stub, method)
         received = False
         try:
-            async for attempt in self._retrying():
+            async for attempt in self._retrying(lambda exc: not received and _is_unavailable(exc)):
                 with attempt:
                     async for message in rpc(request, timeout=timeout or self.settings.long_rpc_timeout_s):
                         received = True
@@ -105,7 +107,12 @@ class ServiceClient:
                     return
         except grpc.RpcError as exc:
             if received:
-                log.warning("%s.%s broke off after its first message", self.name, method)
+                log.warning("%s.%s broke off after its first message: %s", self.name, method, exc)
+                raise Unavailable(
+                    f"The call to the {self.name} service ({method}) broke off while it ran ({exc.code().name}: "
+                    f"{exc.details()}); what it finished is kept. Run it again to resume: books already written "
+                    "are skipped."
+                ) from None
             raise from_rpc_error(exc, self.name) from None
 
     async def close(self) -> None:

@@ -23,6 +23,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from alexandria.errors import ErrorMappingInterceptor
+from alexandria.settings import GrpcSettings
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,24 @@ SERVER_OPTIONS = [
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ("grpc.so_reuseport", 0),
 ]
+
+
+def client_keepalive_options(settings: GrpcSettings) -> list[tuple[str, int]]:
+    """A channel's keepalive: a ping every GRPC_KEEPALIVE_S while a call is open, however long it sends nothing
+    (gRPC's default stops after two pings without data)."""
+    return [
+        ("grpc.keepalive_time_ms", int(settings.grpc_keepalive_s * 1000)),
+        ("grpc.http2.max_pings_without_data", 0),
+    ]
+
+
+def server_keepalive_options(settings: GrpcSettings) -> list[tuple[str, int]]:
+    """A server's ping policy, to match the clients': gRPC's default allows one ping every five minutes while no
+    data flows and answers more with GOAWAY "too_many_pings", which cuts a long stream that goes quiet."""
+    return [
+        ("grpc.http2.min_ping_interval_without_data_ms", int(settings.grpc_keepalive_s * 1000 / 2)),
+        ("grpc.keepalive_permit_without_calls", 1),
+    ]
 
 
 class Closable(Protocol):
@@ -127,7 +146,8 @@ def build_server(
     service_full_names: Iterable[str],
 ) -> ServiceServer:
     """Create a server for one service: `register` adds its servicer; health starts NOT_SERVING."""
-    server = aio.server(interceptors=[ErrorMappingInterceptor(name)], options=SERVER_OPTIONS)
+    server = aio.server(interceptors=[ErrorMappingInterceptor(name)],
+                        options=SERVER_OPTIONS + server_keepalive_options(GrpcSettings()))
     register(server)
     names = list(service_full_names)
     health_servicer = health.aio.HealthServicer()

@@ -122,6 +122,15 @@ class StoreSettings(_Env):
         return self.alexandria_data_dir / "store"
 
 
+class GrpcSettings(_Env):
+    """What every gRPC channel and server of Alexandria agrees on."""
+
+    # A client pings a connection whose call has gone quiet this often, and every server accepts pings at
+    # twice that rate: a long stream that sends nothing for a while (a slow book, a reindex waiting its turn)
+    # is kept, and a peer that vanished is noticed.
+    grpc_keepalive_s: float = Field(30.0, gt=0, description="Seconds between keepalive pings on a quiet call.")
+
+
 class ClientSettings(_Env):
     """Deadlines and retries for every gRPC call a process makes."""
 

@@ -1,0 +1,101 @@
+"""Long gRPC calls between real processes' edges: a stream that goes quiet for a while is kept (every channel and
+server agree on keepalive), and a stream that broke after its first message is never sent again."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import grpc
+import pytest
+from grpc import aio
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from alexandria.clients import ServiceClient
+from alexandria.errors import Unavailable
+from alexandria.grpc_server import ServiceServer, build_server
+from alexandria.settings import ClientSettings
+
+# gRPC sends a keepalive ping at most once a second, whatever is asked.
+KEEPALIVE_S = 1.0
+# Longer than the three pings without data gRPC's default server policy tolerates before its GOAWAY.
+QUIET_S = 6.0
+WATCHED = "alexandria.test.Watched"
+
+
+@pytest.fixture
+def short_keepalive(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRPC_KEEPALIVE_S", str(KEEPALIVE_S))
+
+
+@pytest.fixture
+async def watched_server(short_keepalive: None) -> AsyncIterator[ServiceServer]:
+    server = build_server("watched", "127.0.0.1:0", lambda _server: None, [WATCHED])
+    await server.start()
+    yield server
+    await server.stop(grace=0)
+
+
+async def test_a_stream_quiet_for_longer_than_the_ping_policy_allows_is_kept(watched_server: ServiceServer) -> None:
+    client = ServiceClient("watched", watched_server.address, health_pb2_grpc.HealthStub, ClientSettings())
+    statuses = []
+    try:
+        async for answer in client.stream("Watch", health_pb2.HealthCheckRequest(service=WATCHED)):
+            statuses.append(answer.status)
+            if len(statuses) == 1:  # the first status; nothing more is sent until it changes
+                await asyncio.sleep(QUIET_S)
+                await watched_server.health.set_serving(True)
+            else:
+                break
+    finally:
+        await client.close()
+    assert statuses == [health_pb2.HealthCheckResponse.NOT_SERVING, health_pb2.HealthCheckResponse.SERVING]
+
+
+class _Cut:
+    """A streaming method that sends one message, then breaks off as a dropped connection does (UNAVAILABLE)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def run(self, request: health_pb2.HealthCheckRequest, context: aio.ServicerContext) -> AsyncIterator[
+        health_pb2.HealthCheckResponse
+    ]:
+        self.calls += 1
+        yield health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVING)
+        await context.abort(grpc.StatusCode.UNAVAILABLE, "the connection was cut")
+
+    def register(self, server: aio.Server) -> None:
+        handler = grpc.unary_stream_rpc_method_handler(
+            self.run,
+            request_deserializer=health_pb2.HealthCheckRequest.FromString,
+            response_serializer=health_pb2.HealthCheckResponse.SerializeToString,
+        )
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("alexandria.test.Cut", {"Run": handler}),))
+
+
+class _CutStub:
+    def __init__(self, channel: aio.Channel) -> None:
+        self.Run = channel.unary_stream(
+            "/alexandria.test.Cut/Run",
+            request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+            response_deserializer=health_pb2.HealthCheckResponse.FromString,
+        )
+
+
+async def test_a_stream_broken_after_its_first_message_is_not_sent_again() -> None:
+    cut = _Cut()
+    server = build_server("cut", "127.0.0.1:0", cut.register, [])
+    await server.start()
+    client = ServiceClient("ingest", server.address, _CutStub, ClientSettings(rpc_retry_attempts=4))
+    received = []
+    try:
+        with pytest.raises(Unavailable) as refused:
+            async for message in client.stream("Run", health_pb2.HealthCheckRequest()):
+                received.append(message.status)
+    finally:
+        await client.close()
+        await server.stop(grace=0)
+    assert cut.calls == 1, "the broken stream was sent again"
+    assert received == [health_pb2.HealthCheckResponse.SERVING]
+    assert "broke off while it ran" in str(refused.value) and "Run it again to resume" in str(refused.value)
