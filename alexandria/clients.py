@@ -98,8 +98,12 @@ class ServiceClient:
         comes out as Unavailable saying so."""
         rpc = getattr(self.stub, method)
         received = False
+
+        def may_send_again(exc: BaseException) -> bool:
+            return not received and _is_unavailable(exc)
+
         try:
-            async for attempt in self._retrying(lambda exc: not received and _is_unavailable(exc)):
+            async for attempt in self._retrying(may_send_again):
                 with attempt:
                     async for message in rpc(request, timeout=timeout or self.settings.long_rpc_timeout_s):
                         received = True

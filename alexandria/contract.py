@@ -70,6 +70,8 @@ class Bound:
 # alexandria_query
 QUERY_LIMIT = Bound("limit", 5, 1, 20)
 QUERY_THRESHOLD = Bound("threshold", 0.5, 0.0, 1.0)
+# One to three sentences are asked for; a page is not a hypothetical passage (and would outweigh the question).
+HYPOTHETICAL_PASSAGE_MAX_CHARS = 1000
 # alexandria_search, alexandria_ingest_preview, alexandria_batch_ingest
 BOOK_SEARCH_LIMIT = Bound("limit", 20, 1, 100)
 PREVIEW_LIMIT = Bound("limit", 20, 1, 50)

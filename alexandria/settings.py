@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -237,3 +237,20 @@ class GatewaySettings(_Env):
     ingest_addr: str = "127.0.0.1:50053"
     query_addr: str = "127.0.0.1:50054"
     clients: ClientSettings = Field(default_factory=ClientSettings)
+
+
+def settings_problems() -> list[str]:
+    """Every setting in the environment that some process of the stack would refuse, a line each naming the
+    variable, its value and what it accepts: read once before anything starts, so the user sees one message."""
+    problems: dict[str, None] = {}
+    for settings in (CommonSettings, StackSettings, StoreSettings, GrpcSettings, ClientSettings, EmbedderSettings,
+                     CatalogSettings, IngestSettings, QuerySettings, GatewaySettings):
+        try:
+            settings()
+        except ValidationError as invalid:
+            for error in invalid.errors():
+                # A nested settings object (store, clients) reads the same variables: its field is the variable.
+                variable = str(error["loc"][-1] if len(error["loc"]) > 1 else error["loc"][0]).upper()
+                value = os.environ.get(variable, os.environ.get(variable.lower()))
+                problems[f"{variable}={value!r}: should be {error['msg'].removeprefix('Input should be ')}"] = None
+    return list(problems)

@@ -29,14 +29,21 @@ from grpc import aio
 from alexandria.book_formats import DEFAULT_PREFERENCE, INGEST_PREFERENCE_WORDS, FormatPreference
 from alexandria.clients import ServiceClient, ServiceHealth, health_status, wait_until_serving
 from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
-from alexandria.enums import enum_word
+from alexandria.enums import enum_number, enum_word
 from alexandria.errors import AlexandriaError, InternalError, Unavailable
 from alexandria.logs import configure_logging
 from alexandria.progress import follow, progress_bar
-from alexandria.settings import ClientSettings, CommonSettings, GatewaySettings, StackSettings, StoreSettings
+from alexandria.settings import (
+    ClientSettings,
+    CommonSettings,
+    GatewaySettings,
+    StackSettings,
+    StoreSettings,
+    settings_problems,
+)
 from alexandria.store.factory import COMPACT_SEGMENT_MB, compact
 from alexandria.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
-from alexandria_stack.layout import StackLayout, library_problem
+from alexandria_stack.layout import StackLayout, library_problem, require_usable_data_dir
 
 R = TypeVar("R", bound=Message)
 
@@ -203,7 +210,9 @@ async def cmd_query(layout: StackLayout, settings: ClientSettings, args: argpars
     query = ServiceClient("query", address, query_pb2_grpc.QueryServiceStub, settings)
     try:
         response = await query.call("Search", query_pb2.SearchRequest(
-            query=args.text, limit=args.limit, threshold=args.threshold, guardian="none"))
+            query=args.text, limit=args.limit, threshold=args.threshold, guardian="none",
+            search_mode=enum_number(query_pb2.SearchMode.DESCRIPTOR, args.mode or "unspecified"),
+            hypothetical_passage=args.passage or ""))
     finally:
         await query.close()
     if not response.results:
@@ -221,6 +230,11 @@ def main(argv: list[str] | None = None) -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="start the whole stack")
     up.add_argument("--stdio", action="store_true", help="serve MCP on stdio instead of HTTP")
+    problems = settings_problems()
+    if problems:
+        print("error: these settings cannot work:\n  " + "\n  ".join(problems)
+              + "\nFix or unset them, then run the command again.", file=sys.stderr)
+        sys.exit(2)
     common, gateway, clients = CommonSettings(), GatewaySettings(), ClientSettings()
     up.add_argument("--port", type=int, default=gateway.gateway_port, help="0 = any free port")
     up.add_argument("--host", default=gateway.gateway_host)
@@ -250,14 +264,19 @@ def main(argv: list[str] | None = None) -> None:
     query.add_argument("text")
     query.add_argument("--limit", type=int, default=QUERY_LIMIT.default)
     query.add_argument("--threshold", type=float, default=QUERY_THRESHOLD.default)
+    query.add_argument("--mode", choices=("hybrid", "semantic", "lexical"), help="default: the mode measured best")
+    query.add_argument("--passage", help="what you expect the answering passage to say, in the book's words "
+                                         "(searched beside the question, never printed)")
     args = parser.parse_args(argv)
 
     configure_logging("cli", common.alexandria_log_level)
     layout = StackLayout.from_settings(StackSettings())
     try:
         if args.command == "up":
-            from alexandria_stack.launcher import Stack, run_stack
+            from alexandria_stack.launcher import Stack, require_embedder_model, run_stack
 
+            require_usable_data_dir(layout.data_dir)
+            require_embedder_model(layout)
             listen = gateway.model_copy(update={"gateway_host": args.host, "gateway_port": args.port})
             stack = Stack(layout, listen, StoreSettings(), clients, "stdio" if args.stdio else "http")
             code = asyncio.run(run_stack(stack))

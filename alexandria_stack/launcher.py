@@ -25,7 +25,7 @@ from typing import Literal, TypeVar
 import httpx
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
-from alexandria.settings import REPO_ROOT, ClientSettings, GatewaySettings, StoreSettings
+from alexandria.settings import REPO_ROOT, ClientSettings, EmbedderSettings, GatewaySettings, StoreSettings
 from alexandria_stack.layout import SAMPLE_LIBRARY, StackLayout, wait_all_up
 from gateway.binding import require_safe_binding
 from services.host import SERVICES
@@ -57,6 +57,19 @@ class Child:
         if len(self.crashes) > MAX_RESTARTS:
             return None
         return float(RESTART_BACKOFF_S * 2 ** (len(self.crashes) - 1))
+
+
+def require_embedder_model(layout: StackLayout) -> None:
+    """Refuse, before anything starts, a stack whose embedder's profile needs a model that is not fetched (the
+    embedder would fail on it after the other processes had started). An embedder elsewhere (EMBEDDER_ADDR) has
+    its own."""
+    if "embedder" in layout.overrides:
+        return
+    from services.embedder.loading import resolve_device
+    from services.embedder.profiles import require_fetched, resolve_profile
+
+    settings = EmbedderSettings()
+    require_fetched(resolve_profile(settings, resolve_device(settings.embedder_device)))
 
 
 class StartFailed(Exception):

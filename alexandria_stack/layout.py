@@ -7,6 +7,8 @@ the launcher started without any configuration.
 from __future__ import annotations
 
 import asyncio
+import getpass
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +51,20 @@ class StackLayout:
     @property
     def gateway_url_file(self) -> Path:
         return self.run_dir / "gateway.url"
+
+
+def require_usable_data_dir(data_dir: Path) -> None:
+    """Make the stack's data folder, or refuse, naming why, one this user cannot make or write: checked before
+    any process starts, since each would fail on it in its own way."""
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=data_dir).close()
+    except OSError as exc:
+        raise FailedPrecondition(
+            f"ALEXANDRIA_DATA_DIR={data_dir} cannot hold the stack's store and sockets: {exc.strerror} "
+            f"({exc.filename or data_dir}). Point ALEXANDRIA_DATA_DIR at a folder that user {getpass.getuser()} "
+            "can create and write."
+        ) from None
 
 
 async def library_problem(address: str, settings: ClientSettings, timeout: float | None = None) -> str | None:

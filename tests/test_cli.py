@@ -4,8 +4,10 @@ where it may listen before it starts anything."""
 from __future__ import annotations
 
 import asyncio
+import getpass
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -69,12 +71,13 @@ def test_status_says_how_the_collection_keeps_its_vectors_and_what_it_takes_on_d
     assert storage_line(server) == "vectors not quantised; size on disk not known (a Qdrant server does not tell it)"
 
 
-def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`alexandria` with an embedded store under `tmp_path`, whatever QDRANT_* the environment holds."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("QDRANT_", "EMBEDDED_"))}
-    env["ALEXANDRIA_DATA_DIR"] = str(tmp_path)
-    return subprocess.run([str(Path(sys.executable).with_name("alexandria")), *args],
-                          env=env, capture_output=True, text=True, timeout=120, check=False)
+def _cli(tmp_path: Path, *args: str, env: dict[str, str] | None = None,
+         prefix: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`alexandria` with an embedded store under `tmp_path`, whatever QDRANT_* the environment holds, and `env`."""
+    environment = {key: value for key, value in os.environ.items() if not key.startswith(("QDRANT_", "EMBEDDED_"))}
+    environment["ALEXANDRIA_DATA_DIR"] = str(tmp_path)
+    return subprocess.run([*(prefix or []), str(Path(sys.executable).with_name("alexandria")), *args],
+                          env=environment | (env or {}), capture_output=True, text=True, timeout=120, check=False)
 
 
 def test_compact_merges_the_collection_of_a_stopped_stack_and_says_what_it_did(tmp_path: Path) -> None:
@@ -101,3 +104,62 @@ def test_compact_refuses_a_segment_size_it_cannot_use_in_one_line(tmp_path: Path
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
         "error: A segment of 5 MB is too small to compact into: give at least 10 MB (default 1000)."]
+
+
+@pytest.mark.parametrize(("variable", "value", "allowed"), [
+    ("EMBEDDER_PROFILE", "nonsense", "should be 'baseline', 'fast', 'best', 'multilingual' or 'auto'"),
+    ("QDRANT_QUANTIZATION", "bogus", "should be 'none', 'int8' or 'binary'"),
+    ("QDRANT_HNSW_EF", "-1", "should be greater than or equal to 4"),
+])
+@pytest.mark.parametrize("command", ["up", "compact"])
+def test_a_setting_that_cannot_work_is_refused_in_one_message_before_anything_starts(
+    tmp_path: Path, command: str, variable: str, value: str, allowed: str
+) -> None:
+    done = _cli(tmp_path / "var", command, env={variable: value})
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == ["error: these settings cannot work:", f"  {variable}='{value}': {allowed}",
+                                        "Fix or unset them, then run the command again."]
+    assert not (tmp_path / "var").exists(), "nothing was started or made before the refusal"
+
+
+def test_up_refuses_a_data_folder_under_a_file_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    done = _cli(tmp_path / "a-file" / "var", "up")
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        (f"error: ALEXANDRIA_DATA_DIR={tmp_path / 'a-file' / 'var'} cannot hold the stack's store and sockets: Not a "
+        f"directory ({tmp_path / 'a-file' / 'var'}). Point ALEXANDRIA_DATA_DIR at a folder that user "
+        f"{getpass.getuser()} can create and write.")]
+
+
+def test_up_refuses_a_profile_whose_model_is_not_fetched_before_anything_starts(tmp_path: Path) -> None:
+    done = _cli(tmp_path / "var", "up", env={"EMBEDDER_PROFILE": "best", "EMBEDDER_MODELS_DIR": str(tmp_path / "models")})
+    assert done.returncode == 1
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert done.stderr.startswith(f"error: EMBEDDER_PROFILE=best runs all-mpnet-base-v2, which is not at "
+                                  f"{tmp_path / 'models' / 'all-mpnet-base-v2'}: fetch it once with make models")
+    assert not (tmp_path / "var" / "run").exists(), "nothing was started before the refusal"
+
+
+def test_compact_of_a_data_folder_that_does_not_exist_refuses_and_makes_nothing(tmp_path: Path) -> None:
+    done = _cli(tmp_path / "nowhere", "compact")
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        (f"error: There is no embedded store at {tmp_path / 'nowhere' / 'store'}: ALEXANDRIA_DATA_DIR="
+        f"{tmp_path / 'nowhere'} holds none. Point ALEXANDRIA_DATA_DIR at the data folder the stack runs on.")]
+    assert not (tmp_path / "nowhere").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="runs the CLI as another user (nobody) through setpriv, which needs root")
+def test_up_and_compact_refuse_a_data_folder_this_user_cannot_write(tmp_path: Path) -> None:
+    store = open_store(settings_for("embedded", tmp_path / "var"))
+    store.ensure_collection("alexandria", DIMENSION, METADATA)
+    store.close()
+    tmp_path.chmod(0o755)
+    as_nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
+    for command in ("up", "compact"):
+        done = _cli(tmp_path / "var", command, prefix=as_nobody)
+        assert done.returncode == 1, done.stderr
+        assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr, done.stderr
+        assert "nobody" in done.stderr and ("cannot hold" in done.stderr or "cannot write" in done.stderr)

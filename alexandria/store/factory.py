@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import getpass
+import os
 import shutil
 import threading
 import time
@@ -10,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from alexandria.errors import FailedPrecondition, InvalidArgument
+from alexandria.errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from alexandria.settings import MIN_SEGMENT_MB, StoreSettings
 from alexandria.store.common import disk_usage
 from alexandria.store.model import CollectionLayout, Store
@@ -52,6 +54,22 @@ def check_compactable(settings: StoreSettings, max_segment_mb: int) -> None:
         raise FailedPrecondition(
             "A Qdrant server merges its collections' segments itself, in the background, beside its searches; "
             "compacting is for the embedded store (unset QDRANT_URL, QDRANT_HOST and QDRANT_LOCAL_PATH)."
+        )
+    store = settings.embedded_path
+    try:
+        if not store.is_dir():
+            raise FailedPrecondition(
+                f"There is no embedded store at {store}: ALEXANDRIA_DATA_DIR={settings.alexandria_data_dir} holds "
+                "none. Point ALEXANDRIA_DATA_DIR at the data folder the stack runs on."
+            )
+        unwritable = [path for path in (store, *store.rglob("*")) if not os.access(path, os.W_OK)]
+    except PermissionError as denied:
+        unwritable = [Path(denied.filename)]
+    if unwritable:
+        raise PermissionDenied(
+            f"Compacting rewrites the store under {store}, and this user ({getpass.getuser()}) cannot write "
+            f"{unwritable[0]}{f' and {len(unwritable) - 1} more' if len(unwritable) > 1 else ''}: run it as the "
+            "user the stack runs as."
         )
 
 

@@ -31,7 +31,7 @@ SEARCH_MODE_SEMANTIC: SearchMode
 SEARCH_MODE_LEXICAL: SearchMode
 
 class SearchRequest(_message.Message):
-    __slots__ = ("query", "limit", "threshold", "context_mode", "response_pattern", "guardian", "search_mode", "collection", "book_id", "author", "language")
+    __slots__ = ("query", "limit", "threshold", "context_mode", "response_pattern", "guardian", "search_mode", "collection", "book_id", "author", "language", "hypothetical_passage")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     THRESHOLD_FIELD_NUMBER: _ClassVar[int]
@@ -43,6 +43,7 @@ class SearchRequest(_message.Message):
     BOOK_ID_FIELD_NUMBER: _ClassVar[int]
     AUTHOR_FIELD_NUMBER: _ClassVar[int]
     LANGUAGE_FIELD_NUMBER: _ClassVar[int]
+    HYPOTHETICAL_PASSAGE_FIELD_NUMBER: _ClassVar[int]
     query: str
     limit: int
     threshold: float
@@ -54,7 +55,8 @@ class SearchRequest(_message.Message):
     book_id: int
     author: str
     language: str
-    def __init__(self, query: _Optional[str] = ..., limit: _Optional[int] = ..., threshold: _Optional[float] = ..., context_mode: _Optional[_Union[ContextMode, str]] = ..., response_pattern: _Optional[str] = ..., guardian: _Optional[str] = ..., search_mode: _Optional[_Union[SearchMode, str]] = ..., collection: _Optional[str] = ..., book_id: _Optional[int] = ..., author: _Optional[str] = ..., language: _Optional[str] = ...) -> None: ...
+    hypothetical_passage: str
+    def __init__(self, query: _Optional[str] = ..., limit: _Optional[int] = ..., threshold: _Optional[float] = ..., context_mode: _Optional[_Union[ContextMode, str]] = ..., response_pattern: _Optional[str] = ..., guardian: _Optional[str] = ..., search_mode: _Optional[_Union[SearchMode, str]] = ..., collection: _Optional[str] = ..., book_id: _Optional[int] = ..., author: _Optional[str] = ..., language: _Optional[str] = ..., hypothetical_passage: _Optional[str] = ...) -> None: ...
 
 class SearchHit(_message.Message):
     __slots__ = ("score", "book_title", "author", "section_name", "text", "chunk_id", "locator", "book_id", "file_path", "book_key", "language", "parent_id", "sequence_index", "matched_lexically")
