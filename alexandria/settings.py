@@ -236,6 +236,10 @@ class GatewaySettings(_Env):
     catalog_addr: str = "127.0.0.1:50051"
     ingest_addr: str = "127.0.0.1:50053"
     query_addr: str = "127.0.0.1:50054"
+    # When a client that declares MCP sampling calls alexandria_query without a hypothetical_passage, ask its
+    # model for one (gateway/sampling.py). Off by default: most clients ask their user to approve each request.
+    query_sampling: bool = False
+    query_sampling_timeout_s: float = Field(5.0, gt=0, le=60)
     clients: ClientSettings = Field(default_factory=ClientSettings)
 
 

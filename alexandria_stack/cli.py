@@ -29,7 +29,7 @@ from grpc import aio
 from alexandria.book_formats import DEFAULT_PREFERENCE, INGEST_PREFERENCE_WORDS, FormatPreference
 from alexandria.clients import ServiceClient, ServiceHealth, health_status, wait_until_serving
 from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
-from alexandria.enums import enum_number, enum_word
+from alexandria.enums import enum_word
 from alexandria.errors import AlexandriaError, InternalError, Unavailable
 from alexandria.logs import configure_logging
 from alexandria.progress import follow, progress_bar
@@ -117,8 +117,9 @@ async def cmd_status(layout: StackLayout, settings: ClientSettings) -> int:
               f"{stats.backend} store, status {stats.status}")
         if stats.quantization:
             print(f"           {storage_line(stats)}")
-        if stats.language_note:
-            print(f"          {stats.language_note}")
+        for note in (stats.model_note, stats.language_note):
+            if note:
+                print(f"           {note}")
         await query.close()
     return 0 if healthy else 1
 
@@ -211,7 +212,7 @@ async def cmd_query(layout: StackLayout, settings: ClientSettings, args: argpars
     try:
         response = await query.call("Search", query_pb2.SearchRequest(
             query=args.text, limit=args.limit, threshold=args.threshold, guardian="none",
-            search_mode=enum_number(query_pb2.SearchMode.DESCRIPTOR, args.mode or "unspecified"),
+            search_mode=f"SEARCH_MODE_{(args.mode or 'unspecified').upper()}",
             hypothetical_passage=args.passage or ""))
     finally:
         await query.close()

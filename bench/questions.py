@@ -1,7 +1,7 @@
 """The retrieval question set: one YAML file a book under bench/retrieval_questions/, and its checks.
 
-Each file names its book, its language, the half it belongs to (`tuning` or `check`, fixed by book,
-so that nothing tuned on one book's questions can leak into the other half) and its questions:
+Each file names its book, its language, the set it belongs to (`tuning`, `check` or `widened`, fixed by
+book, so that nothing tuned on one book's questions can leak into another set) and its questions:
 
     book: 1                      # a Calibre id of corpus/calibre-library, a path under corpus/local-files,
                                  # or a book of the project's own (bench/books/...)
@@ -43,8 +43,15 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS_DIR = Path(__file__).resolve().parent / "retrieval_questions"
+# What a caller passes as alexandria_query's hypothetical_passage for each question, one set a name: `llm_*.yaml`
+# written by an LLM that had not seen the books, given the tool's description and the question alone (the
+# prompt is in PROMPT.md beside them), `blind.yaml` the question restated as a statement, nothing added.
+HINTS_DIR = Path(__file__).resolve().parent / "retrieval_hints"
+HINT_SETS = ("none", "llm", "blind")
 DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus"
-SPLITS = ("tuning", "check")
+# "widened": more English questions over books no other half holds, written later to check which profile answers
+# best on books nothing was tuned on (the default profile is chosen there).
+SPLITS = ("tuning", "check", "widened")
 # The languages of the 222 questions that the headline figures (check.recall@5 ...) were first measured on;
 # the Japanese and Croatian questions came later and are reported by language, so that the headline stays
 # comparable with earlier runs.
@@ -141,6 +148,18 @@ def load_books(directory: Path = QUESTIONS_DIR) -> list[BookQuestions]:
 
 def load_questions(directory: Path = QUESTIONS_DIR) -> list[Question]:
     return [q for book in load_books(directory) for q in book.questions]
+
+
+def load_hints(name: str, directory: Path = HINTS_DIR) -> dict[str, str]:
+    """The hint set `name` ("none": no passage), each question's hypothetical passage by question text."""
+    if name == "none":
+        return {}
+    hints: dict[str, str] = {}
+    for path in sorted(directory.glob(f"{name}*.yaml")):
+        hints.update((entry["question"], entry["passage"]) for entry in yaml.safe_load(path.read_text(encoding="utf-8")))
+    if not hints:
+        raise FileNotFoundError(f"no hint set {name!r} under {directory} (expected {name}*.yaml)")
+    return hints
 
 
 def normalise(text: str) -> str:

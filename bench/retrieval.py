@@ -56,11 +56,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from questions import (
     DEFAULT_CORPUS,
     HEADLINE_LANGUAGES,
+    HINT_SETS,
     SPLITS,
     Question,
     book_file,
     contains_phrase,
     load_books,
+    load_hints,
     load_questions,
 )
 
@@ -95,19 +97,41 @@ RECALL_AT = (1, 5, 10, 20)
 MRR_AT = 10
 MODES = (SearchMode.HYBRID, SearchMode.SEMANTIC, SearchMode.LEXICAL)
 THRESHOLDS = {"default": QUERY_THRESHOLD.default, "threshold0": 0.0}
-# Questions no book of the set answers: what the default threshold should turn away (with a notice).
-OFF_TOPIC = (
-    "How do I replace the brake pads on a car?",
-    "What is the time complexity of quicksort?",
-    "Which vaccines does a puppy need in its first year?",
-    "How does a lithium-ion battery store energy?",
-    "What were the causes of the 2008 financial crisis?",
-    "Comment installer un serveur Linux ?",
-    "Wie funktioniert ein Kernreaktor?",
-    "Best practices for Kubernetes ingress configuration",
-    "Recipe for sourdough bread with a long cold proof",
-    "Who won the football world cup in 2014?",
-)
+# Questions no book of the set answers: what the default threshold should turn away (with a notice). Each comes
+# with the confident passage an LLM might invent for it (the hypothetical_passage of the "llm" and "blind" sets):
+# a passage must not make the tool answer a question it would turn away without one.
+OFF_TOPIC = {
+    "How do I replace the brake pads on a car?":
+        "Loosen the lug nuts, jack up the car and remove the wheel. Unbolt the caliper, slide out the worn pads "
+        "and fit the new ones, then press the piston back before refitting the caliper.",
+    "What is the time complexity of quicksort?":
+        "Quicksort runs in O(n log n) time on average, but in the worst case, when the pivot is always the "
+        "smallest or largest element, it degrades to O(n^2).",
+    "Which vaccines does a puppy need in its first year?":
+        "Your puppy should receive the distemper, parvovirus and adenovirus vaccines at six to eight weeks, with "
+        "boosters every few weeks until sixteen weeks, and a rabies shot by the time she is six months old.",
+    "How does a lithium-ion battery store energy?":
+        "When the battery charges, lithium ions move from the cathode through the electrolyte and are stored "
+        "between the graphite layers of the anode; discharging sends them back, driving electrons through the circuit.",
+    "What were the causes of the 2008 financial crisis?":
+        "The crisis grew out of a housing bubble fed by subprime mortgages, which banks packaged into securities "
+        "and sold on; when house prices fell, the losses spread through an overleveraged financial system.",
+    "Comment installer un serveur Linux ?":
+        "Téléchargez l'image ISO de la distribution, gravez-la sur une clé USB et démarrez le serveur dessus. "
+        "Suivez l'assistant d'installation, partitionnez le disque puis configurez le réseau et l'accès SSH.",
+    "Wie funktioniert ein Kernreaktor?":
+        "Im Reaktorkern spalten Neutronen Urankerne; dabei wird Wärme frei, die das Kühlwasser erhitzt. Der "
+        "Dampf treibt eine Turbine an, und Steuerstäbe regeln die Kettenreaktion.",
+    "Best practices for Kubernetes ingress configuration":
+        "Define one Ingress resource per host, terminate TLS at the ingress controller with certificates from "
+        "cert-manager, and set explicit path types and timeouts in the controller's annotations.",
+    "Recipe for sourdough bread with a long cold proof":
+        "Mix the flour, water and levain, rest an hour, then add the salt. Stretch and fold every half hour, "
+        "shape the loaf and leave it in the refrigerator overnight before baking it in a hot Dutch oven.",
+    "Who won the football world cup in 2014?":
+        "Germany won the 2014 World Cup in Brazil, beating Argentina one-nil in the final at the Maracanã, "
+        "when Mario Götze scored in extra time.",
+}
 UNLIMITED_BUDGET = 10**9
 
 log = logging.getLogger("bench.retrieval")
@@ -236,11 +260,17 @@ def by_language(answers: Sequence[Answer], limit: int = QUERY_LIMIT.high) -> dic
     return scores
 
 
-async def ask_all(searcher: Searcher, questions: Sequence[Question], mode: SearchMode, threshold: float) -> list[Answer]:
+async def ask_all(
+    searcher: Searcher, questions: Sequence[Question], mode: SearchMode, threshold: float, hints: dict[str, str]
+) -> list[Answer]:
+    """Every question (with its hint as the hypothetical passage; only those that have one when `hints` is not
+    empty), in `mode`, at `threshold`."""
     answers = []
-    for q in questions:
+    for q in (q for q in questions if not hints or q.question in hints):
         outcome = await searcher.search(
-            SearchQuery(q.question, COLLECTION, limit=QUERY_LIMIT.high, threshold=threshold, search_mode=mode), UNLIMITED_BUDGET
+            SearchQuery(q.question, COLLECTION, limit=QUERY_LIMIT.high, threshold=threshold, search_mode=mode,
+                        passage=hints.get(q.question)),
+            UNLIMITED_BUDGET,
         )
         answers.append(Answer(q, answer_rank(outcome.results, q), len(outcome.results)))
     return answers
@@ -286,17 +316,17 @@ def model_slug(configuration: Configuration) -> str:
 class ModelRun:
     model: str
     profile: str
-    answers: dict[tuple[SearchMode, str], list[Answer]]
+    answers: dict[tuple[SearchMode, str, str], list[Answer]]  # by mode, threshold label and hint set
     ingest_s: float
     store_bytes: int
     books: int
-    off_topic_answered: int  # of OFF_TOPIC, at the tool's defaults
+    off_topic_answered: dict[str, int]  # of OFF_TOPIC, at the tool's defaults, by hint set
     query_encode_ms: float   # p50 of one question's Embed, in process
     sentences: int           # in the books ingested by this run (0: the store was already there)
 
 
 async def evaluate_model(
-    corpus: Path, scratch: Path, configuration: Configuration, questions: Sequence[Question]
+    corpus: Path, scratch: Path, configuration: Configuration, questions: Sequence[Question], hints: dict[str, dict[str, str]]
 ) -> ModelRun:
     scratch.mkdir(parents=True, exist_ok=True)
     files = sorted({book_file(corpus, q.book) for q in questions})
@@ -315,28 +345,33 @@ async def evaluate_model(
             await asyncio.to_thread(store.optimize, COLLECTION)
             searcher = Searcher(store, EmbedderQueryEncoder(embedder))
             answers = {
-                (mode, label): await ask_all(searcher, questions, mode, threshold)
-                for mode in MODES for label, threshold in THRESHOLDS.items()
+                (mode, label, hint): await ask_all(searcher, questions, mode, threshold, hints[hint])
+                for hint in hints for mode in (MODES if hint == "none" else (SearchMode.HYBRID,))
+                for label, threshold in THRESHOLDS.items()
             }
-            off_topic = [
-                len((await searcher.search(SearchQuery(text, COLLECTION), UNLIMITED_BUDGET)).results)
-                for text in OFF_TOPIC
-            ]
+            off_topic = {
+                hint: sum([
+                    bool((await searcher.search(SearchQuery(text, COLLECTION, passage=passage if hint != "none" else None),
+                                                UNLIMITED_BUDGET)).results)
+                    for text, passage in OFF_TOPIC.items()
+                ])
+                for hint in hints
+            }
             encode_ms = await query_encode_ms(embedder, questions)
     finally:
         store.close()
     # Blocks on disk: the engine's files are sparse (their sizes count space never written).
     store_bytes = sum(p.stat().st_blocks * 512 for p in (scratch / "store").rglob("*") if p.is_file())
     profile = resolve_profile(configuration.settings(), resolve_device("auto")).profile
-    return ModelRun(name, profile, answers, ingest_s, store_bytes, len(files), sum(n > 0 for n in off_topic), encode_ms,
-                    sentences)
+    return ModelRun(name, profile, answers, ingest_s, store_bytes, len(files), off_topic, encode_ms, sentences)
 
 
 async def ask_through_gateway(
-    corpus: Path, scratch: Path, questions: Sequence[Question], configuration: Configuration
+    corpus: Path, scratch: Path, questions: Sequence[Question], configuration: Configuration, hints: dict[str, str]
 ) -> tuple[list[Answer], list[float]]:
     """Every question through a real MCP client and the stack (embedding as `configuration` says) on
-    `scratch`'s store, tool defaults."""
+    `scratch`'s store, tool defaults, each with its hint as hypothetical_passage (only those that have one when
+    `hints` is not empty)."""
     from mcp import Client
 
     from tests.e2e.stack import start_stack
@@ -348,9 +383,10 @@ async def ask_through_gateway(
     answers, seconds = [], []
     try:
         async with Client(stack.mcp_url) as client:
-            for q in questions:
+            for q in (q for q in questions if not hints or q.question in hints):
+                arguments = {"query": q.question} | ({"hypothetical_passage": hints[q.question]} if hints else {})
                 started = time.perf_counter()
-                result = await client.call_tool("alexandria_query", {"query": q.question})
+                result = await client.call_tool("alexandria_query", arguments)
                 seconds.append(time.perf_counter() - started)
                 if result.is_error:
                     raise SystemExit(f"alexandria_query failed on {q.question!r}: {result.content}")
@@ -410,27 +446,33 @@ def per_book(answers: Sequence[Answer]) -> str:
 
 
 def summary(halves: dict[str, Scores]) -> dict[str, Any]:
-    return {"check.recall@5": round(halves["check"].recall[5], 4), "check.mrr@10": round(halves["check"].mrr, 4),
-            "check.empty": halves["check"].empty, "tuning.recall@5": round(halves["tuning"].recall[5], 4),
-            "tuning.mrr@10": round(halves["tuning"].mrr, 4), "tuning.empty": halves["tuning"].empty}
+    return {f"{split}.{name}": value for split in SPLITS if halves[split].questions
+            for name, value in (("recall@5", round(halves[split].recall[5], 4)), ("mrr@10", round(halves[split].mrr, 4)),
+                                ("empty", halves[split].empty))}
+
+
+def row_label(model_run: ModelRun, mode: SearchMode, label: str, hint: str) -> str:
+    return f"{row_name(model_run)} {mode.value} {label}" + (f" hint={hint}" if hint != "none" else "")
 
 
 async def run(
-    corpus: Path, scratch: Path, configurations: Sequence[Configuration], gateway: bool, languages: Sequence[str] = ()
+    corpus: Path, scratch: Path, configurations: Sequence[Configuration], gateway: bool, languages: Sequence[str] = (),
+    hint_sets: Sequence[str] = HINT_SETS,
 ) -> dict[str, Any]:
     questions = [q for q in load_questions() if not languages or q.language in languages]
     if not questions:
         raise SystemExit(f"no question is in {', '.join(languages)}; the question set's languages are "
                          f"{', '.join(sorted({q.language for q in load_questions()}))}")
-    runs = [await evaluate_model(corpus, scratch / model_slug(c), c, questions) for c in configurations]
+    hints = {name: load_hints(name) for name in dict.fromkeys(["none", *hint_sets])}
+    runs = [await evaluate_model(corpus, scratch / model_slug(c), c, questions, hints) for c in configurations]
     rows: dict[str, dict[str, Scores]] = {}
     language_rows: dict[str, dict[str, dict[str, Scores]]] = {}
     for model_run in runs:
-        for (mode, label), answers in model_run.answers.items():
+        for (mode, label, hint), answers in model_run.answers.items():
             limit = QUERY_LIMIT.default if label == "default" else QUERY_LIMIT.high
             asked = ([Answer(a.question, a.rank if a.rank is None or a.rank < limit else None, min(a.returned, limit))
                       for a in answers] if label == "default" else answers)
-            row = f"{row_name(model_run)} {mode.value} {label}"
+            row = row_label(model_run, mode, label, hint)
             rows[row] = by_split(headline(asked), limit)
             if mode is SearchMode.HYBRID:
                 language_rows[row] = by_language(asked, limit)
@@ -438,12 +480,12 @@ async def run(
     print(table(f"{sum(q.language in HEADLINE_LANGUAGES for q in questions) or len(questions)} questions (headline); 'default' = the tool's defaults (limit {QUERY_LIMIT.default}, threshold "
                 f"{QUERY_THRESHOLD.default}), 'threshold0' = limit {QUERY_LIMIT.high}, threshold 0", rows))
     print(language_table(language_rows))
-    print(per_book(first.answers[(SearchMode.HYBRID, "threshold0")]))
+    print(per_book(first.answers[(SearchMode.HYBRID, "threshold0", "none")]))
     for model_run in runs:
         print(f"{model_run.model} (profile {model_run.profile}): {model_run.books} books, store {model_run.store_bytes / 1e6:.1f} MB "
               f"({model_run.store_bytes / model_run.books / 1e6:.2f} MB a book), query encode p50 "
               f"{model_run.query_encode_ms:.1f} ms, off-topic questions answered at the defaults "
-              f"{model_run.off_topic_answered}/{len(OFF_TOPIC)}"
+              + ", ".join(f"{n}/{len(OFF_TOPIC)} (hint {hint})" for hint, n in model_run.off_topic_answered.items())
               + (f", ingested in {model_run.ingest_s:.0f} s ({model_run.sentences / model_run.ingest_s:.0f} "
                  "sentences/s)" if model_run.ingest_s else ""))
     result: dict[str, Any] = {
@@ -454,19 +496,23 @@ async def run(
         "profiles": [{"profile": r.profile, "model": r.model, "query_encode_ms": round(r.query_encode_ms, 2)}
                      for r in runs],
         "off_topic_answered": first.off_topic_answered,
+        "hints": {hint: summary(rows[row_label(first, SearchMode.HYBRID, "default", hint)]) for hint in hints},
         "rows": {label: {split: s.as_dict() for split, s in halves.items()} for label, halves in rows.items()},
         "languages": {label: {language: {half: s.as_dict() for half, s in halves.items()}
                               for language, halves in by_lang.items()}
                       for label, by_lang in language_rows.items()},
     }
     if gateway:
-        answers, seconds = await ask_through_gateway(
-            corpus, scratch / model_slug(configurations[0]), questions, configurations[0]
-        )
-        through = by_split(headline(answers), QUERY_LIMIT.default)
-        p50 = float(np.percentile(np.asarray(seconds) * 1000, 50))
-        print(table(f"through the gateway (MCP client, tool defaults): p50 {p50:.1f} ms", {"gateway": through}))
-        result["gateway"] = {**summary(through), "p50_ms": round(p50, 2)}
+        # Without a passage and with the LLM's (when asked for), in one stack: the p50s compare.
+        for hint in [h for h in ("none", "llm") if h in hints]:
+            answers, seconds = await ask_through_gateway(
+                corpus, scratch / model_slug(configurations[0]), questions, configurations[0], hints[hint]
+            )
+            through = by_split(headline(answers), QUERY_LIMIT.default)
+            p50 = float(np.percentile(np.asarray(seconds) * 1000, 50))
+            print(table(f"through the gateway (MCP client, tool defaults, hint {hint}): p50 {p50:.1f} ms",
+                        {"gateway": through}))
+            result["gateway" if hint == "none" else f"gateway_hint_{hint}"] = {**summary(through), "p50_ms": round(p50, 2)}
     return result
 
 
@@ -480,13 +526,16 @@ def main() -> None:
     parser.add_argument("--language", action="append", default=[],
                         help="ask only the questions in this language (ISO 639-1, repeatable: --language ja)")
     parser.add_argument("--no-gateway", action="store_true", help="skip the pass through the MCP gateway")
+    parser.add_argument("--hint", action="append", choices=HINT_SETS,
+                        help="hint sets to ask with, as hypothetical_passage (repeatable; default: all of them)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     configure_logging("bench.retrieval", "WARNING")
     log.setLevel(logging.INFO)
     configurations = [Configuration(model, profile) for profile in args.profile or [None]
                       for model in args.model or [None]]
-    result = asyncio.run(run(args.corpus, args.scratch.resolve(), configurations, not args.no_gateway, args.language))
+    result = asyncio.run(run(args.corpus, args.scratch.resolve(), configurations, not args.no_gateway, args.language,
+                             args.hint or HINT_SETS))
     print(json.dumps(result))
 
 

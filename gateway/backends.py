@@ -16,6 +16,8 @@ class Backends:
     catalog: ServiceClient
     ingest: ServiceClient
     query: ServiceClient
+    # How long the client's model may take to write a hypothetical passage; None: QUERY_SAMPLING is off.
+    sampling_timeout_s: float | None = None
 
     @classmethod
     def open(cls, settings: GatewaySettings) -> Backends:
@@ -30,6 +32,7 @@ class Backends:
             query=ServiceClient(
                 "query", settings.query_addr, query_pb2_grpc.QueryServiceStub, settings.clients
             ),
+            sampling_timeout_s=settings.query_sampling_timeout_s if settings.query_sampling else None,
         )
 
     def all(self) -> list[ServiceClient]:

@@ -246,7 +246,7 @@ class GetCollectionStatsRequest(_message.Message):
     def __init__(self, collection: _Optional[str] = ...) -> None: ...
 
 class CollectionStats(_message.Message):
-    __slots__ = ("connected", "collection_name", "points_count", "vector_size", "status", "books", "model", "backend", "disk_bytes", "wal_bytes", "quantization", "language_note")
+    __slots__ = ("connected", "collection_name", "points_count", "vector_size", "status", "books", "model", "backend", "disk_bytes", "wal_bytes", "quantization", "language_note", "model_note")
     CONNECTED_FIELD_NUMBER: _ClassVar[int]
     COLLECTION_NAME_FIELD_NUMBER: _ClassVar[int]
     POINTS_COUNT_FIELD_NUMBER: _ClassVar[int]
@@ -259,6 +259,7 @@ class CollectionStats(_message.Message):
     WAL_BYTES_FIELD_NUMBER: _ClassVar[int]
     QUANTIZATION_FIELD_NUMBER: _ClassVar[int]
     LANGUAGE_NOTE_FIELD_NUMBER: _ClassVar[int]
+    MODEL_NOTE_FIELD_NUMBER: _ClassVar[int]
     connected: bool
     collection_name: str
     points_count: int
@@ -271,4 +272,5 @@ class CollectionStats(_message.Message):
     wal_bytes: int
     quantization: str
     language_note: str
-    def __init__(self, connected: _Optional[bool] = ..., collection_name: _Optional[str] = ..., points_count: _Optional[int] = ..., vector_size: _Optional[int] = ..., status: _Optional[str] = ..., books: _Optional[int] = ..., model: _Optional[str] = ..., backend: _Optional[str] = ..., disk_bytes: _Optional[int] = ..., wal_bytes: _Optional[int] = ..., quantization: _Optional[str] = ..., language_note: _Optional[str] = ...) -> None: ...
+    model_note: str
+    def __init__(self, connected: _Optional[bool] = ..., collection_name: _Optional[str] = ..., points_count: _Optional[int] = ..., vector_size: _Optional[int] = ..., status: _Optional[str] = ..., books: _Optional[int] = ..., model: _Optional[str] = ..., backend: _Optional[str] = ..., disk_bytes: _Optional[int] = ..., wal_bytes: _Optional[int] = ..., quantization: _Optional[str] = ..., language_note: _Optional[str] = ..., model_note: _Optional[str] = ...) -> None: ...

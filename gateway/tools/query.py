@@ -8,10 +8,11 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import Field
 
-from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
+from alexandria.contract import HYPOTHETICAL_PASSAGE_MAX_CHARS, QUERY_LIMIT, QUERY_THRESHOLD
 from alexandria.enums import enum_number
 from alexandria.v1 import query_pb2
 from gateway.results import message_result
+from gateway.sampling import sampled_passage
 from gateway.tools.base import READ_ONLY, backends, register_tool
 from gateway.tools.params import Collection, Language
 
@@ -71,6 +72,22 @@ async def alexandria_query(
         str | None, Field(min_length=1, description="Search only books whose author contains this text.")
     ] = None,
     language: Language = None,
+    hypothetical_passage: Annotated[
+        str | None,
+        Field(
+            min_length=1,
+            max_length=HYPOTHETICAL_PASSAGE_MAX_CHARS,
+            description="Optional, and worth giving for any question about what a book says: one to three "
+            "sentences written as the answering passage might read in the book itself, in its language, style, "
+            "names and vocabulary (narrative or dialogue for a novel, verse for a play, instructions for a "
+            "manual), stating the answer as you expect the book to state it; write what you remember of the "
+            "book, or what it plausibly says. It is searched beside `query` to find the passage by how it is "
+            "written, and only orders the results: scores and the threshold stay relevance to `query`, so a "
+            "wrong guess cannot bring in passages on other subjects. It is never returned: quote only the "
+            "passages in `results` as the book's text. Keep the question itself in `query`. Leave it out for "
+            "a bare name or exact words.",
+        ),
+    ] = None,
 ) -> CallToolResult:
     """Search the content of the ingested books by meaning and return the passages that answer a question.
 
@@ -83,6 +100,8 @@ async def alexandria_query(
     answer following `response_instruction` in the result (the guardian persona and the response pattern),
     citing book and chapter. To find books by title or author instead of by content, use alexandria_search.
     """
+    if hypothetical_passage is None:
+        hypothetical_passage = await sampled_passage(ctx, backends(ctx), query, book_id)
     request = query_pb2.SearchRequest(
         query=query,
         limit=limit,
@@ -95,6 +114,7 @@ async def alexandria_query(
         book_id=book_id,
         author=author or "",
         language=language or "",
+        hypothetical_passage=hypothetical_passage or "",
     )
     return message_result(await backends(ctx).query.call("Search", request))
 

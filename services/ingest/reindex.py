@@ -38,7 +38,7 @@ from pathlib import Path
 from alexandria.book_formats import FormatPreference
 from alexandria.book_identity import file_sha256, is_local_book_key, local_book_key
 from alexandria.clients import ServiceClient
-from alexandria.errors import DeadlineExceeded, Unavailable
+from alexandria.errors import DeadlineExceeded, NotFound, Unavailable
 from alexandria.store import collection_not_found
 from alexandria.store.records import (
     BookRecord,
@@ -241,7 +241,7 @@ class CollectionReindex:
             rebuilt = await asyncio.to_thread(complete_books, store, state.target)
             plan = plan_reindex(held, rebuilt, await self._gone(held))
             report("plan", 1, 1, plan.counts())
-            rows = await self._rebuild(plan.rebuild, state.target, report)
+            rows = await self._rebuild(plan, state.target, report)
             swap = bool(plan.done) or any(row.status != BatchStatus.FAILED for row in rows) or not held
             if swap:
                 await asyncio.to_thread(store.replace_collection, collection, state.target)
@@ -275,15 +275,23 @@ class CollectionReindex:
                 gone[book.book_key] = reason
         return gone
 
-    async def _rebuild(self, books: list[BookRecord], target: str, report: Report) -> list[BatchRow]:
-        """Each book ingested into `target` as it was ingested before; the batch's `id` is its place here."""
+    async def _rebuild(self, plan: ReindexPlan, target: str, report: Report) -> list[BatchRow]:
+        """Each book of the plan ingested into `target` as it was ingested before; the batch's `id` is its place
+        here. A book whose source went away since the plan (deleted from Calibre meanwhile) joins `plan.gone`."""
+        books = plan.rebuild
+        vanished: dict[int, str] = {}
 
         async def resolve(batch_book: BatchBook) -> tuple[BatchBook, tuple[BookToIngest, BookRecord]]:
             book = books[batch_book.id]
-            if book.calibre_id is None:
-                source = await self.sources.local(book.file_path, book.title, book.author, book.language)
-            else:
-                source = await self.sources.calibre(book.calibre_id, FormatPreference.to_read_again(book.format))
+            try:
+                if book.calibre_id is None:
+                    source = await self.sources.local(book.file_path, book.title, book.author, book.language)
+                else:
+                    source = await self.sources.calibre(book.calibre_id, FormatPreference.to_read_again(book.format))
+            except NotFound:
+                vanished[batch_book.id] = ("deleted from Calibre during the reindex" if book.calibre_id is not None
+                                           else "its file went away during the reindex")
+                raise
             return batch_book, (source, book)
 
         async def ingest(resolved: tuple[BookToIngest, BookRecord], book_report: Report) -> int:
@@ -292,5 +300,7 @@ class CollectionReindex:
             return (await self.ingestor.ingest(source, target, params, hierarchical, book_report)).chunks
 
         batch = [BatchBook(n, book.title, book.author) for n, book in enumerate(books)]
-        return await ingest_batch(batch, resolve, ingest, report, lambda row: None, stage=STAGE,
+        rows = await ingest_batch(batch, resolve, ingest, report, lambda row: None, stage=STAGE,
                                   fatal=(Unavailable, DeadlineExceeded))
+        plan.gone.extend(Gone(books[n], reason) for n, reason in sorted(vanished.items()))
+        return [row for row in rows if row.book.id not in vanished]

@@ -54,6 +54,12 @@ WINDOW_WEIGHT = 0.75
 RELEVANCE_AT_HALF = 0.32
 # Candidates a cross-encoder reads: the ones that can still reach the first results.
 RERANK_DEPTH = 30
+# With a hypothetical passage, a candidate's order is by (1 - HINT_WEIGHT) x its relevance to the question +
+# HINT_WEIGHT x its relevance to the passage. Tuning half, every language, fast profile, recall@5 / MRR@10 at the
+# tool's defaults with the LLM-written passages: 0 (the passage in the first stage only) 0.538 / 0.369, 0.3
+# 0.792 / 0.660, 0.5 0.854 / 0.770, 0.7 0.885 / 0.813, 0.85 0.908 / 0.829, 1 0.892 / 0.827; with the blind set
+# (the question restated) 0.7 gives 0.523 and 0.85 0.508, no passage 0.508. 0.7 leaves a wrong guess less sway.
+HINT_WEIGHT = 0.7
 
 
 class PassageReranker(Protocol):
@@ -124,3 +130,17 @@ def calibrate(raw: np.ndarray) -> np.ndarray:
 def best_first(scores: np.ndarray) -> list[int]:
     """Candidate indices by score, highest first; ties keep the first stage's order."""
     return [int(i) for i in np.argsort(-scores, kind="stable")]
+
+
+def first_stage_terms(question: SparseVector, passage: SparseVector | None) -> SparseVector:
+    """The lexical terms the first stage searches for: the question's, and the hypothetical passage's beside them
+    (each distinct term once, as a query's are)."""
+    if passage is None:
+        return question
+    indices = list(dict.fromkeys([*question.indices, *passage.indices]))
+    return SparseVector(indices=indices, values=[1.0] * len(indices))
+
+
+def hinted_order(question_relevance: np.ndarray, passage_relevance: np.ndarray) -> list[int]:
+    """Candidate indices, best first, by their relevance to the question and to the caller's hypothetical passage."""
+    return best_first((1 - HINT_WEIGHT) * question_relevance + HINT_WEIGHT * passage_relevance)

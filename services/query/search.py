@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
+from alexandria.contract import HYPOTHETICAL_PASSAGE_MAX_CHARS, QUERY_LIMIT, QUERY_THRESHOLD
 from alexandria.errors import FailedPrecondition, InvalidArgument, NotFound
 from alexandria.languages import language_spellings
 from alexandria.store import (
@@ -54,6 +54,8 @@ from services.query.ranking import (
     RERANK_DEPTH,
     PassageReranker,
     best_first,
+    first_stage_terms,
+    hinted_order,
     measure,
     relevance,
 )
@@ -66,17 +68,28 @@ SEARCHABLE_LEVELS = [f.Level.CHILD.value, f.Level.FLAT.value]
 
 @dataclass(frozen=True)
 class QueryVector:
-    """The query's dense vector, the name of the model that made it, and that model's similarity
-    floor (the cosine it gives unrelated texts)."""
+    """The query's dense vector, the name of the model that made it, that model's similarity floor (the
+    cosine it gives unrelated texts), and the vector of the caller's hypothetical passage when it gave one."""
 
     vector: np.ndarray
     model: str
     similarity_floor: float = 0.0
+    passage_vector: np.ndarray | None = None
+
+    @property
+    def first_stage_vector(self) -> np.ndarray:
+        """What the first stage searches with: the question's vector, or its normalised mean with the
+        passage's (one dense search that leans towards both)."""
+        if self.passage_vector is None:
+            return self.vector
+        mean = self.vector + self.passage_vector
+        normalised: np.ndarray = mean / max(float(np.linalg.norm(mean)), 1e-12)
+        return normalised
 
 
 class QueryEncoder(PassageReranker, Protocol):
-    async def encode(self, text: str) -> QueryVector:
-        """Embed one query (as a query, not a passage)."""
+    async def encode(self, text: str, passage: str | None = None) -> QueryVector:
+        """Embed one query (as a query, not a passage) and, in the same call, the caller's hypothetical passage."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +105,9 @@ class SearchQuery:
     book_id: int | None = None
     author: str | None = None     # whole words of an author's name, any case
     language: str | None = None
+    # What the caller expects the answering passage to say, in the book's words (alexandria_query's
+    # hypothetical_passage): searched beside the question, never returned.
+    passage: str | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +124,11 @@ def validate(query: SearchQuery) -> None:
         raise InvalidArgument("The query is empty; pass the question or words to search for.")
     QUERY_LIMIT.check(query.limit)
     QUERY_THRESHOLD.check(query.threshold, "it is the relevance a passage needs")
+    if query.passage is not None and len(query.passage) > HYPOTHETICAL_PASSAGE_MAX_CHARS:
+        raise InvalidArgument(
+            f"hypothetical_passage has {len(query.passage)} characters; at most {HYPOTHETICAL_PASSAGE_MAX_CHARS} "
+            "are searched: give one to three sentences the answering passage might contain."
+        )
     if not query.collection:
         raise InvalidArgument("No collection named; pass one or set QDRANT_COLLECTION.")
 
@@ -147,10 +168,11 @@ class Searcher:
                 f"The query '{query.text}' has no words lexical search can match; use search_mode semantic or hybrid."
             )
         semantic = query.search_mode is not SearchMode.LEXICAL
-        query_vector = await self._encode_for(query.collection, query.text, semantic)
+        passage = (query.passage or "").strip() or None
+        query_vector = await self._encode_for(query.collection, query.text, passage, semantic)
         empty = SearchOutcome(query.text, query.context_mode, query.search_mode, ())
         try:
-            ranked = await self._rank(query, query_vector, terms)
+            ranked = await self._rank(query, query_vector, terms, encode_query(passage) if passage else None)
         except NotFound:
             self._embedded_with.pop(query.collection, None)
             raise
@@ -169,7 +191,7 @@ class Searcher:
             outcome = assemble_context(outcome, parents, siblings)
         return fit_to_budget(outcome, budget_chars, reserved_chars)
 
-    async def _encode_for(self, collection: str, text: str, semantic: bool) -> QueryVector:
+    async def _encode_for(self, collection: str, text: str, passage: str | None, semantic: bool) -> QueryVector:
         """The query's vector, once the collection is known to exist, to hold points, and to have been
         embedded by the model that embedded the query. The collection's record is read again only
         when the model differs from the one remembered (the collection may have been made anew)."""
@@ -177,38 +199,55 @@ class Searcher:
         if remembered is None:
             # A thread whatever the store: the read then overlaps the wait for the embedder.
             query_vector, info = await asyncio.gather(
-                self.encoder.encode(text), asyncio.to_thread(self.store.collection_info, collection)
+                self.encoder.encode(text, passage), asyncio.to_thread(self.store.collection_info, collection)
             )
         else:
-            query_vector = await self.encoder.encode(text)
+            query_vector = await self.encoder.encode(text, passage)
             if remembered.matches(query_vector.model, int(query_vector.vector.shape[0])):
                 return query_vector
             info = await call_store(self.store, self.store.collection_info, collection)
         self._embedded_with[collection] = CollectionModel.of(check_collection(collection, info, query_vector, semantic))
         return query_vector
 
-    async def _rank(self, query: SearchQuery, query_vector: QueryVector, terms: SparseVector) -> Ranked:
-        """Both stages: the engine's candidates, then each one's relevance, best first."""
-        hits = newest_versions(await call_store(self.store, self._candidates, query, query_vector.vector, terms))
+    async def _rank(
+        self, query: SearchQuery, query_vector: QueryVector, terms: SparseVector, passage_terms: SparseVector | None
+    ) -> Ranked:
+        """Both stages: the engine's candidates, then each one's relevance, best first.
+
+        With a hypothetical passage, the first stage searches with both (ranking.first_stage_terms) and the
+        candidates are ordered by their relevance to both (ranking.hinted_order); a result's score stays its
+        relevance to the question."""
+        search_vector = query_vector.first_stage_vector
+        search_terms = first_stage_terms(terms, passage_terms)
+        hits = newest_versions(await call_store(self.store, self._candidates, query, search_vector, search_terms))
         if not hits:
             return Ranked([], [])
         semantic = query.search_mode is not SearchMode.LEXICAL
+        lexical = query.search_mode is not SearchMode.SEMANTIC
         multivector = self._embedded_with[query.collection].passage_vectors if semantic else WINDOWS
-        signals = await call_store(self.store, measure, self.store, query.collection, hits,
-                                   query_vector.vector if semantic else None, terms, multivector)
-        scores = relevance(
-            signals,
-            query_vector.similarity_floor,
-            semantic=semantic,
-            lexical=query.search_mode is not SearchMode.SEMANTIC and bool(terms.indices),
-        )
+        scores = await self._relevance(query, hits, query_vector.vector if semantic else None, terms, multivector,
+                                       query_vector.similarity_floor, semantic, lexical)
         order = best_first(scores)
+        if passage_terms is not None:
+            passage_scores = await self._relevance(
+                query, hits, query_vector.passage_vector if semantic else None, passage_terms, multivector,
+                query_vector.similarity_floor, semantic, lexical,
+            )
+            order = hinted_order(scores, passage_scores)
         best = order[:RERANK_DEPTH]
         reranked = await self.encoder.rerank(query.text, [ChunkRecord.from_payload(hits[i].payload).text for i in best])
         if reranked is not None:
             order = [best[i] for i in best_first(reranked)]
             return Ranked([hits[i] for i in order], [float(score) for score in np.sort(reranked)[::-1]])
         return Ranked([hits[i] for i in order], [float(scores[i]) for i in order])
+
+    async def _relevance(
+        self, query: SearchQuery, hits: list[Hit], vector: np.ndarray | None, terms: SparseVector, multivector: str,
+        similarity_floor: float, semantic: bool, lexical: bool,
+    ) -> np.ndarray:
+        """Each candidate's relevance to one text: its dense `vector` (None in a lexical search) and its `terms`."""
+        signals = await call_store(self.store, measure, self.store, query.collection, hits, vector, terms, multivector)
+        return relevance(signals, similarity_floor, semantic=semantic, lexical=lexical and bool(terms.indices))
 
     def _candidates(self, query: SearchQuery, vector: np.ndarray, terms: SparseVector) -> list[Hit]:
         """The first stage: CANDIDATE_POOL candidates for the mode, whatever the limit."""

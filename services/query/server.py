@@ -15,6 +15,7 @@ from grpc import aio
 
 from alexandria.clients import EmbedderClient, decode_vectors
 from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
+from alexandria.errors import AlexandriaError, FailedPrecondition
 from alexandria.grpc_server import ServiceServer, build_server
 from alexandria.settings import QuerySettings
 from alexandria.store import Store, open_store
@@ -66,10 +67,13 @@ class EmbedderQueryEncoder:
             self._model = await self.client.model_info()
         return self._model
 
-    async def encode(self, text: str) -> QueryVector:
-        response = await self.client.embed([text], kind=embedder_pb2.EMBED_KIND_QUERY)
+    async def encode(self, text: str, passage: str | None = None) -> QueryVector:
+        response = await self.client.embed([text] if passage is None else [text, passage],
+                                           kind=embedder_pb2.EMBED_KIND_QUERY)
         model = await self._model_info(response.model)
-        return QueryVector(decode_vectors(response)[0], response.model, model.similarity_floor)
+        vectors = decode_vectors(response)
+        return QueryVector(vectors[0], response.model, model.similarity_floor,
+                           passage_vector=vectors[1] if passage is not None else None)
 
     async def rerank(self, query: str, passages: Sequence[str]) -> np.ndarray | None:
         if not passages or not (await self._model_info()).reranker:
@@ -89,6 +93,7 @@ def search_query(request: query_pb2.SearchRequest, default_collection: str) -> S
         book_id=request.book_id if request.HasField("book_id") else None,
         author=request.author or None,
         language=request.language or None,
+        passage=request.hypothetical_passage or None,
     )
 
 
@@ -184,8 +189,10 @@ def guardian_message(g: Guardian) -> query_pb2.Guardian:
 
 
 class QueryServicer(query_pb2_grpc.QueryServiceServicer):
-    def __init__(self, searcher: Searcher, prompts: PromptLibrary, settings: QuerySettings) -> None:
+    def __init__(self, searcher: Searcher, embedder: EmbedderClient, prompts: PromptLibrary,
+                 settings: QuerySettings) -> None:
         self.searcher = searcher
+        self.embedder = embedder
         self.prompts = prompts
         self.settings = settings
 
@@ -247,7 +254,22 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
             wal_bytes=stats.wal_bytes,
             quantization=stats.quantization,
             language_note=stats.language_note,
+            model_note=await self._model_note(collection, stats.model, stats.vector_size),
         )
+
+    async def _model_note(self, collection: str, model: str, dimension: int) -> str:
+        """Why semantic searches of the collection are refused, when the running embedder did not make it ("" when
+        it did, or the embedder does not answer)."""
+        if not model:
+            return ""
+        try:
+            running = await self.embedder.model_info()
+            CollectionModel(model, dimension).check(collection, running.name, running.dimension)
+        except FailedPrecondition as refused:
+            return refused.message
+        except AlexandriaError:
+            pass
+        return ""
 
 
 async def _embedder_answers(embedder: EmbedderClient, store: Store, collection: str) -> None:
@@ -270,7 +292,7 @@ def create_server(
     prompts = PromptLibrary.load(settings.guardians_dir, settings.response_patterns_file, settings.default_guardian)
     server_store = store or open_store(settings.store)
     client = embedder or EmbedderClient(settings.embedder_addr, settings.clients)
-    servicer = QueryServicer(Searcher(server_store, EmbedderQueryEncoder(client)), prompts, settings)
+    servicer = QueryServicer(Searcher(server_store, EmbedderQueryEncoder(client)), client, prompts, settings)
     server = build_server(
         "query",
         settings.query_listen,

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import require_shared
-from mcp import Client
+from mcp import Client, StdioServerParameters
+from mcp.client.context import ClientRequestContext
+from mcp_types import CreateMessageRequestParams, CreateMessageResult, ErrorData, TextContent
 
 from e2e.mcp_calls import call
 from e2e.stack import RunningStack
@@ -101,6 +104,7 @@ async def test_guardian_and_pattern_compose_the_instruction(stack: RunningStack,
         ({"query": QUESTION, "guardian": "sauron"}, "zec"),
         ({"query": QUESTION, "response_pattern": "haiku"}, "tldr"),
         ({"query": QUESTION, "collection": "nowhere"}, "nowhere"),
+        ({"query": QUESTION, "hypothetical_passage": "x" * 1001}, "hypothetical_passage"),
     ],
 )
 async def test_bad_queries_are_clear_errors(
@@ -109,3 +113,85 @@ async def test_bad_queries_are_clear_errors(
     async with Client(stack.mcp_url) as client:
         result, is_error = await call(client, "alexandria_query", arguments)
     assert is_error and result["success"] is False and named in result["error"], result
+
+
+# Asked in other words than the play's, about the Duke's opening speech; the passage is what an LLM that knows the
+# play writes for it.
+DUKE_QUESTION = "What does Orsino tell the players to keep doing, hoping his longing will sicken and fade?"
+DUKE_PASSAGE = "If music be the food of love, play on; give me excess of it, that, surfeiting, the appetite may sicken."
+
+
+async def test_a_hypothetical_passage_orders_the_results_and_leaves_their_scores_alone(
+    stack: RunningStack, twelfth_night: str
+) -> None:
+    asked = {"query": DUKE_QUESTION, "guardian": "none", "threshold": 0, "limit": 20}
+    async with Client(stack.mcp_url) as client:
+        plain, _ = await call(client, "alexandria_query", asked)
+        hinted, is_error = await call(client, "alexandria_query", {**asked, "hypothetical_passage": DUKE_PASSAGE})
+    assert not is_error, hinted
+    assert "food of love" in hinted["results"][0]["text"], hinted["results"][0]
+    assert DUKE_PASSAGE not in str(hinted), "the passage is never returned"
+    plain_scores = {p["chunk_id"]: p["score"] for p in plain["results"]}
+    shared = [p for p in hinted["results"] if p["chunk_id"] in plain_scores]
+    assert shared and all(p["score"] == pytest.approx(plain_scores[p["chunk_id"]]) for p in shared), (
+        "a result's score is its relevance to the question, with or without a passage")
+
+
+async def test_an_off_topic_question_with_a_confident_passage_is_still_turned_away(
+    stack: RunningStack, twelfth_night: str
+) -> None:
+    async with Client(stack.mcp_url) as client:
+        found, is_error = await call(client, "alexandria_query", {
+            "query": "How do I replace the brake pads on a car?",
+            "hypothetical_passage": "Loosen the lug nuts, jack up the car and remove the wheel, then unbolt the "
+                                    "caliper and slide out the worn pads.",
+        })
+    assert not is_error and found["results"] == [] and "threshold" in found["notice"], found
+
+
+def _stdio(stack: RunningStack, **env: str) -> StdioServerParameters:
+    """`alexandria mcp` (the gateway on stdio, as Claude Code runs it) with QUERY_SAMPLING on."""
+    return StdioServerParameters(command=str(Path(sys.executable).with_name("alexandria")), args=["mcp"],
+                                 env={**stack.env, "QUERY_SAMPLING": "true", **env})
+
+
+async def test_a_client_with_sampling_is_asked_for_the_passage_it_did_not_give(
+    stack: RunningStack, twelfth_night: str
+) -> None:
+    requests: list[CreateMessageRequestParams] = []
+
+    async def the_clients_model(context: ClientRequestContext, params: CreateMessageRequestParams) -> CreateMessageResult:
+        requests.append(params)  # stands in for the client's LLM, and nothing else
+        return CreateMessageResult(role="assistant", content=TextContent(type="text", text=DUKE_PASSAGE),
+                                   model="test-double")
+
+    async with Client(_stdio(stack), sampling_callback=the_clients_model) as client:
+        found, is_error = await call(client, "alexandria_query", {"query": DUKE_QUESTION, "guardian": "none"})
+        given, _ = await call(client, "alexandria_query", {"query": DUKE_QUESTION, "hypothetical_passage": DUKE_PASSAGE})
+    assert not is_error and "food of love" in found["results"][0]["text"], found
+    assert len(requests) == 1, "asked once, and not when the caller gave a passage"
+    prompt = requests[0].messages[0].content
+    assert isinstance(prompt, TextContent) and DUKE_QUESTION in prompt.text
+    assert requests[0].max_tokens <= 200 and "passage" in (requests[0].system_prompt or "")
+    assert given["results"][0]["chunk_id"] == found["results"][0]["chunk_id"]
+
+
+@pytest.mark.parametrize("answer", ["refuses", "errs", "is too slow"])
+async def test_a_sampling_client_that_gives_no_passage_gets_the_plain_search(
+    stack: RunningStack, twelfth_night: str, answer: str
+) -> None:
+    async def the_clients_model(context: ClientRequestContext, params: CreateMessageRequestParams) -> (
+        CreateMessageResult | ErrorData
+    ):
+        if answer == "is too slow":
+            await asyncio.sleep(30)
+        if answer == "errs":
+            raise RuntimeError("the model's service is down")
+        return ErrorData(code=-1, message="The user declined the sampling request.")
+
+    async with Client(_stdio(stack, QUERY_SAMPLING_TIMEOUT_S="1"), sampling_callback=the_clients_model) as client:
+        started = asyncio.get_running_loop().time()
+        found, is_error = await call(client, "alexandria_query", {"query": QUESTION, "guardian": "none"})
+        seconds = asyncio.get_running_loop().time() - started
+    assert not is_error and "food of love" in found["results"][0]["text"], found
+    assert seconds < 10, f"the query waited {seconds:.1f} s for the client's model"

@@ -78,6 +78,12 @@ async def test_reindex_rebuilds_the_collection_under_the_running_model(tmp_path:
         refused, is_error = await query(stack, "hybrid")
         assert is_error and "alexandria reindex --collection alexandria" in refused["error"], refused
         assert old_model in refused["error"] and f"{old_model}+int8" in refused["error"], refused
+        noted = await stats(stack)
+        assert "alexandria reindex --collection alexandria" in noted["model_note"], noted
+        status = stack.cli("status")
+        assert f"holds vectors of {old_model}" in status.stdout and "alexandria reindex" in status.stdout, status
+        lexical = stack.cli("query", "lighthouse keeper herring boats", "--mode", "lexical")
+        assert lexical.returncode == 0 and "Harbour Notes" in lexical.stdout, lexical
 
         state = data_dir / "sync" / f"{COLLECTION}.reindex.json"
         reindex = start_reindex(stack)
@@ -102,6 +108,7 @@ async def test_reindex_rebuilds_the_collection_under_the_running_model(tmp_path:
 
         after = await stats(stack)
         assert after["books"] == 4 and after["model"] == f"{old_model}+int8", after
+        assert not after.get("model_note"), after
         answered, is_error = await query(stack, "hybrid")
         assert not is_error and answered["results"][0]["book_title"] == "Harbour Notes", answered
     finally:

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from alexandria.book_identity import file_sha256, local_book_key
-from alexandria.errors import FailedPrecondition
+from alexandria.errors import FailedPrecondition, NotFound
 from alexandria.store.records import BookRecord
 from alexandria.v1 import catalog_pb2
+from services.ingest.batch import BatchStatus
 from services.ingest.documents import ChunkingParams
 from services.ingest.reindex import (
     DELETED,
+    CollectionReindex,
+    ReindexOutcome,
     ReindexState,
     ReindexStateFile,
     calibre_gone,
@@ -122,3 +126,29 @@ def test_a_reindex_holds_the_sync_lock_and_a_sync_is_told_so(tmp_path: Path) -> 
         pass
     with SyncState(tmp_path, "library").locked():
         pass
+
+
+class _Sources:
+    """Calibre as it is mid-reindex: book 2 was deleted after the plan was made."""
+
+    async def calibre(self, book_id: int, preference: object) -> str:
+        if book_id == 2:
+            raise NotFound("No book with id 2 in the Calibre library at /library; use alexandria_search to find a book's id.")
+        return f"book {book_id}"
+
+
+class _Ingestor:
+    async def ingest(self, source: str, collection: str, params: object, hierarchical: bool, report: object) -> object:
+        return SimpleNamespace(chunks=7)
+
+
+async def test_a_book_deleted_from_calibre_during_the_reindex_is_gone_not_failed() -> None:
+    plan = plan_reindex([book("a", calibre_id=1), book("b", calibre_id=2), book("c", calibre_id=3)], set(), {})
+    reindex = CollectionReindex(None, _Sources(), _Ingestor(), Path("unused"))  # type: ignore[arg-type]
+
+    rows = await reindex._rebuild(plan, "target", lambda *progress: None)
+
+    assert [(row.book.title, row.status) for row in rows] == [("A", BatchStatus.SUCCESS), ("C", BatchStatus.SUCCESS)]
+    assert [(g.book.book_key, g.reason) for g in plan.gone] == [("b", "deleted from Calibre during the reindex")]
+    outcome = ReindexOutcome("library", NEW, OLD, plan, rows, swapped=True)
+    assert outcome.failed == [] and "1 whose source is gone, 0 failed; 1 left out" in outcome.summary()

@@ -68,8 +68,9 @@ class FakeEncoder:
     reranker: Callable[[str, Sequence[str]], list[float]] | None = None
     reranked: list[list[str]] = field(default_factory=list)
 
-    async def encode(self, text: str) -> QueryVector:
-        return QueryVector(self.vectors[text], self.model, self.similarity_floor)
+    async def encode(self, text: str, passage: str | None = None) -> QueryVector:
+        return QueryVector(self.vectors[text], self.model, self.similarity_floor,
+                           passage_vector=self.vectors[passage] if passage is not None else None)
 
     async def rerank(self, query: str, passages: Sequence[str]) -> np.ndarray | None:
         if self.reranker is None:

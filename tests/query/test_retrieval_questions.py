@@ -27,9 +27,12 @@ def test_the_question_set_is_large_and_spread_over_books() -> None:
 
 def test_halves_are_split_by_book_and_both_hold_every_kind_of_book() -> None:
     halves = {split: [b for b in BOOKS if b.split == split] for split in questions.SPLITS}
-    assert {b.book for b in halves["tuning"]}.isdisjoint({b.book for b in halves["check"]})
-    for split, books in halves.items():
-        assert sum(len(b.questions) for b in books) >= 80, split
+    books = [{b.book for b in halves[split]} for split in questions.SPLITS]
+    assert all(a.isdisjoint(b) for i, a in enumerate(books) for b in books[i + 1:])
+    for split, held in halves.items():
+        assert sum(len(b.questions) for b in held) >= 80, split
+    # The widened set: 150 English questions or more over books neither half holds, to choose the default on.
+    assert {b.language for b in halves["widened"]} == {"en"} and sum(len(b.questions) for b in halves["widened"]) >= 150
     # Calibre id 4 (Persuasion) and 6 (Macbeth) exist only as PDFs; 8 and 9 are the German and French guides.
     assert {4, 8} <= {b.book for b in halves["tuning"]} and {6, 9} <= {b.book for b in halves["check"]}
 
@@ -54,7 +57,7 @@ def test_every_language_has_a_book_in_each_half_and_japanese_and_croatian_25_que
     for language in {b.language for b in BOOKS}:
         assert {b.split for b in BOOKS if b.language == language} <= set(questions.SPLITS)
     for language in ("ja", "hr"):
-        assert {b.split for b in BOOKS if b.language == language} == set(questions.SPLITS), language
+        assert {b.split for b in BOOKS if b.language == language} == {"tuning", "check"}, language
         assert sum(len(b.questions) for b in BOOKS if b.language == language) >= 25, language
 
 
@@ -82,3 +85,12 @@ def test_croatian_stop_words_count_for_croatian_questions_only() -> None:
 @pytest.mark.parametrize("book", BOOKS, ids=lambda b: b.source.stem)
 def test_each_question_is_sound_against_its_book(book, shared_corpus: Path) -> None:
     assert questions.check_files([book.source], shared_corpus) == []
+
+
+def test_every_hint_answers_a_question_of_the_set_and_every_check_question_has_one() -> None:
+    asked = {q.question for q in QUESTIONS}
+    for name in ("llm", "blind"):
+        hints = questions.load_hints(name)
+        assert set(hints) <= asked, name
+        assert {q.question for q in QUESTIONS if q.split != "widened"} <= set(hints), name
+        assert all(0 < len(passage) <= 1000 for passage in hints.values()), name

@@ -98,6 +98,28 @@ async def test_scores_are_relevances_sorted_highest_first_and_the_threshold_filt
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("mode", [SearchMode.SEMANTIC, SearchMode.HYBRID])
+async def test_a_hypothetical_passage_reorders_the_candidates_and_leaves_their_scores(store, encoder, mode) -> None:
+    # Far from the question: close to the passages the question's vector likes least (c0 at cosine 0.3, c4 at 0.1),
+    # of which c0 is the closer to both.
+    encoder.vectors["the rain on the way to the house"] = unit(0, 1, 0, 0)
+    asked = {"threshold": 0.0, "limit": 20, "search_mode": mode}
+    plain = await _search(store, encoder, _query(**asked))
+    hinted = await _search(store, encoder, _query(**asked, passage="the rain on the way to the house"))
+    assert name_of(plain.results[0].chunk_id) == "c2" and name_of(hinted.results[0].chunk_id) == "c0"
+    assert {p.chunk_id: p.score for p in hinted.results} == {p.chunk_id: p.score for p in plain.results}
+    at_half = await _search(store, encoder, _query(search_mode=mode, passage="the rain on the way to the house"))
+    assert {p.chunk_id for p in at_half.results} <= {p.chunk_id for p in plain.results if p.score >= 0.5}, (
+        "the threshold still weighs relevance to the question")
+
+
+@pytest.mark.asyncio
+async def test_a_hypothetical_passage_longer_than_a_few_sentences_is_refused(store, encoder) -> None:
+    with pytest.raises(InvalidArgument, match="hypothetical_passage has 1001 characters; at most 1000"):
+        await _search(store, encoder, _query(passage="x" * 1001))
+
+
+@pytest.mark.asyncio
 async def test_a_semantic_score_is_the_calibrated_cosine(store, encoder) -> None:
     outcome = await _search(store, encoder, _query(search_mode=SearchMode.SEMANTIC, threshold=0.5))
     assert {name_of(p.chunk_id): round(p.score, 4) for p in outcome.results} == {
