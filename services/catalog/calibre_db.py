@@ -309,11 +309,13 @@ class CalibreLibrary:
         """The library as of at most `recheck_interval_s` ago; FailedPrecondition when the path is not a library."""
         return self.read().snapshot
 
-    def read(self) -> LibraryRead:
-        """`snapshot()`, and whether it is a previous read served while Calibre holds its lock."""
+    def read(self, fresh: bool = False) -> LibraryRead:
+        """`snapshot()`, and whether it is a previous read served while Calibre holds its lock. `fresh`: the library
+        as it is on disk now (its file's state checked on this call, read again if it changed), for a caller
+        that plans from it: a book `calibredb add` wrote a moment ago is in it."""
         with self._lock:
             now = self._clock()
-            if self._current is not None and now - self._checked_at < self._recheck_interval_s:
+            if self._current is not None and not fresh and now - self._checked_at < self._recheck_interval_s:
                 return self._current
             self._checked_at = now
             try:

@@ -115,11 +115,12 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
         """Run `work` on the current snapshot in a thread; health follows whether the library is readable."""
         return await self.with_read(lambda read: work(read.snapshot))
 
-    async def with_read(self, work: Callable[[LibraryRead], T]) -> T:
-        """`in_library`, handing `work` the read itself (whether it is a previous one, and why)."""
+    async def with_read(self, work: Callable[[LibraryRead], T], fresh: bool = False) -> T:
+        """`in_library`, handing `work` the read itself (whether it is a previous one, and why); `fresh` as
+        CalibreLibrary.read has it."""
 
         def run() -> tuple[T, LibrarySnapshot]:
-            read = self.library.read()
+            read = self.library.read(fresh)
             return work(read), read.snapshot
 
         try:
@@ -218,7 +219,8 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
         def list_files(read: LibraryRead) -> tuple[list[LibraryFile], str]:
             return library_files(read.snapshot, preference), read.stale_reason
 
-        listed, stale_reason = await self.with_read(list_files)
+        # What a sync or a reindex plans from: the library as it is on disk when they start.
+        listed, stale_reason = await self.with_read(list_files, fresh=True)
         return catalog_pb2.ListLibraryFilesResponse(stale_reason=stale_reason, books=[
             catalog_pb2.LibraryFile(
                 book_id=f.book.id, uuid=f.book.uuid, title=f.book.title, author=f.book.author,

@@ -143,14 +143,14 @@ async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Pat
         stack.stop()
 
 
-async def test_books_added_and_removed_with_calibredb_are_synced(tmp_path: Path) -> None:
+async def test_books_added_and_removed_with_calibredb_are_synced_by_the_next_sync_at_once(tmp_path: Path) -> None:
     library = copy_library(LIBRARY, tmp_path / "library")
-    stack = start_library_stack(tmp_path, library)
+    # The catalog's own look at metadata.db a minute apart: the sync must plan from the library on disk anyway.
+    stack = start_stack(tmp_path / "var", library, extra_env={"CATALOG_RECHECK_INTERVAL_S": "60"})
     try:
         assert "4 added" in stack.cli("sync").stdout
         calibredb(library, "add", str(LOCAL_FILES / "the_tempest.epub"))
         calibredb(library, "remove", "3", "--permanent")
-        await until_listed(stack, {1, 2, 4, 5})
         synced = stack.cli("sync")
         assert synced.returncode == 0 and "1 added, 0 replaced, 1 removed, 0 failed" in synced.stdout, synced
         held = await ingested(stack)
