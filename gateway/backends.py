@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mcp.server.mcpserver import Context
+
 from alexandria.clients import ServiceClient
 from alexandria.settings import GatewaySettings
 from alexandria.v1 import catalog_pb2_grpc, ingest_pb2_grpc, query_pb2_grpc
@@ -43,3 +45,8 @@ class Backends:
         """Close the three channels."""
         for client in self.all():
             await client.close()
+
+
+def backends(ctx: Context) -> Backends:
+    """The service clients the server's lifespan opened."""
+    return ctx.request_context.lifespan_context  # type: ignore[no-any-return]

@@ -2,9 +2,14 @@
 
 alexandria_query finds far more answers when it is given what the answering passage might say
 (hypothetical_passage; the README's Retrieval quality). A client that declares MCP sampling can be asked to
-write one: a short fixed prompt with the question (and the book's title when the call names one), a deadline,
-a bounded length. Whatever goes wrong (no sampling, a refusal, an error, the deadline) the search goes on
-without a passage: sampling can only help a query, never fail it.
+write one: a short fixed prompt with the question (and the book's title when the call names one), a bounded
+length. `ask_for_passage` is the tool's resolver (the SDK's `Resolve`), so the question reaches the client the way
+its protocol version asks for input:
+
+- before 2026-07-28, as a request the gateway sends mid-call: it is sent here, under QUERY_SAMPLING_TIMEOUT_S,
+  and whatever goes wrong (a refusal, an error, the deadline) the search goes on without a passage;
+- from 2026-07-28 on, as an input request in the call's result, which the client answers by calling again
+  (the SDK's `Sample`): the client runs its model in its own time, and a client that declines ends its call.
 """
 
 from __future__ import annotations
@@ -14,13 +19,15 @@ import logging
 import warnings
 
 from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.resolve import Sample
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp_types import SamplingMessage, TextContent
+from mcp_types import CreateMessageResult, SamplingMessage, TextContent
+from mcp_types.version import is_version_at_least
 
 from alexandria.contract import HYPOTHETICAL_PASSAGE_MAX_CHARS
 from alexandria.errors import AlexandriaError
 from alexandria.v1 import catalog_pb2
-from gateway.backends import Backends
+from gateway.backends import Backends, backends
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +39,8 @@ SYSTEM_PROMPT = (
 )
 # Three sentences, with room to spare; the text is cut to the tool's own bound besides.
 MAX_TOKENS = 160
+# The first protocol version that carries a server's questions in the call's result instead of a request.
+INPUT_REQUIRED_VERSION = "2026-07-28"
 
 
 def passage_prompt(query: str, book_title: str | None) -> str:
@@ -39,23 +48,44 @@ def passage_prompt(query: str, book_title: str | None) -> str:
     return f"{book}The question: {query}"
 
 
-async def sampled_passage(ctx: Context, backends: Backends, query: str, book_id: int | None) -> str | None:
-    """The client's model's passage for `query`, or None when sampling is off, or the client cannot or does not
-    give one in time."""
+async def ask_for_passage(
+    ctx: Context, query: str, hypothetical_passage: str | None, book_id: int | None
+) -> Sample | str | None:
+    """What alexandria_query searches beside `query` when the caller gave no passage: the client's model's, or
+    None when sampling is off (QUERY_SAMPLING), the caller gave one, or the client declares no sampling."""
     capabilities = ctx.client_capabilities
-    timeout_s = backends.sampling_timeout_s
-    if timeout_s is None or capabilities is None or capabilities.sampling is None:
+    services = backends(ctx)
+    timeout_s = services.sampling_timeout_s
+    if hypothetical_passage is not None or timeout_s is None or capabilities is None or capabilities.sampling is None:
         return None
-    book_title = await _title(backends, book_id)
-    message = SamplingMessage(role="user", content=TextContent(type="text", text=passage_prompt(query, book_title)))
+    request = Sample(
+        [SamplingMessage(role="user", content=TextContent(type="text", text=passage_prompt(query, await _title(services, book_id))))],
+        max_tokens=MAX_TOKENS, system_prompt=SYSTEM_PROMPT, temperature=0.0,
+    )
+    version = ctx.protocol_version
+    if version is not None and is_version_at_least(version, INPUT_REQUIRED_VERSION):
+        return request
+    return await _sent_mid_call(ctx, request, timeout_s)
+
+
+def sampled_text(sampled: CreateMessageResult | str | None) -> str | None:
+    """The passage the client's model wrote, one line, within the tool's bound; None when it wrote none."""
+    if isinstance(sampled, CreateMessageResult):
+        sampled = sampled.content.text if isinstance(sampled.content, TextContent) else None
+    return " ".join(sampled.split())[:HYPOTHETICAL_PASSAGE_MAX_CHARS] or None if sampled else None
+
+
+async def _sent_mid_call(ctx: Context, request: Sample, timeout_s: float) -> str | None:
+    """The client's answer to `request` sent as a request of its own, or None on any failure or after `timeout_s`."""
     try:
-        # Deprecated in the 2026-07-28 protocol (SEP-2577), and still what the clients that declare it answer.
+        # The request form of sampling is deprecated from 2026-07-28 on (SEP-2577): this is only for older clients.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MCPDeprecationWarning)
+            params = request.params
             result = await asyncio.wait_for(
                 ctx.session.create_message(
-                    [message], max_tokens=MAX_TOKENS, system_prompt=SYSTEM_PROMPT, temperature=0.0,
-                    related_request_id=ctx.request_id,
+                    params.messages, max_tokens=params.max_tokens, system_prompt=params.system_prompt,
+                    temperature=params.temperature, related_request_id=ctx.request_id,
                 ),
                 timeout_s,
             )
@@ -65,8 +95,7 @@ async def sampled_passage(ctx: Context, backends: Backends, query: str, book_id:
     except (MCPError, ValueError) as exc:  # a refusal, an error, no way back to the client (NoBackChannelError)
         log.info("the client's model gave no hypothetical passage (%s); searching without one", exc)
         return None
-    text = result.content.text if isinstance(result.content, TextContent) else ""
-    return " ".join(text.split())[:HYPOTHETICAL_PASSAGE_MAX_CHARS] or None
+    return sampled_text(result)
 
 
 async def _title(backends: Backends, book_id: int | None) -> str | None:

@@ -18,14 +18,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from google.protobuf.descriptor import Descriptor
-from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import ConfigDict, Field, ValidationError
 
 from alexandria.errors import AlexandriaError
-from gateway.backends import Backends
 from gateway.results import INTERNAL_ERROR_MESSAGE, error_result, result_schema
 from gateway.shutdown import ToolCalls
 
@@ -165,7 +163,3 @@ def build_tools(max_arg_chars: int, calls: ToolCalls) -> list[GatewayTool]:
         tools.append(tool)
     return tools
 
-
-def backends(ctx: Context) -> Backends:
-    """The service clients the server's lifespan opened."""
-    return ctx.request_context.lifespan_context

@@ -13,8 +13,9 @@ from alexandria import book_formats
 from alexandria.contract import BOOK_SEARCH_LIMIT, PREVIEW_LIMIT
 from alexandria.errors import AlexandriaError
 from alexandria.v1 import catalog_pb2, query_pb2
+from gateway.backends import backends
 from gateway.results import composite_schema, contract_dict, error_result, message_result, tool_result
-from gateway.tools.base import READ_ONLY, backends, register_tool
+from gateway.tools.base import READ_ONLY, register_tool
 from gateway.tools.params import BookId, Collection, Language
 
 

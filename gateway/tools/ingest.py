@@ -11,9 +11,10 @@ from pydantic import Field
 from alexandria.contract import BATCH_LIMIT, CHUNK_THRESHOLD, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
 from alexandria.errors import InvalidArgument
 from alexandria.v1 import common_pb2, ingest_pb2
+from gateway.backends import backends
 from gateway.progress import stream_result
 from gateway.results import message_result
-from gateway.tools.base import READ_ONLY, REMOVES, WRITES, backends, register_tool
+from gateway.tools.base import READ_ONLY, REMOVES, WRITES, register_tool
 from gateway.tools.params import (
     DEFAULT_FORMAT_PREFERENCE,
     BookId,

@@ -5,15 +5,17 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context
-from mcp_types import CallToolResult
+from mcp.server.mcpserver.resolve import Resolve
+from mcp_types import CallToolResult, CreateMessageResult
 from pydantic import Field
 
 from alexandria.contract import HYPOTHETICAL_PASSAGE_MAX_CHARS, QUERY_LIMIT, QUERY_THRESHOLD
 from alexandria.enums import enum_number
 from alexandria.v1 import query_pb2
+from gateway.backends import backends
 from gateway.results import message_result
-from gateway.sampling import sampled_passage
-from gateway.tools.base import READ_ONLY, backends, register_tool
+from gateway.sampling import ask_for_passage, sampled_text
+from gateway.tools.base import READ_ONLY, register_tool
 from gateway.tools.params import Collection, Language
 
 
@@ -88,6 +90,8 @@ async def alexandria_query(
             "a bare name or exact words.",
         ),
     ] = None,
+    # Not a parameter the caller sees: the client's model's passage, when QUERY_SAMPLING asks for one.
+    sampled: Annotated[CreateMessageResult | str | None, Resolve(ask_for_passage)] = None,
 ) -> CallToolResult:
     """Search the content of the ingested books by meaning and return the passages that answer a question.
 
@@ -100,8 +104,7 @@ async def alexandria_query(
     answer following `response_instruction` in the result (the guardian persona and the response pattern),
     citing book and chapter. To find books by title or author instead of by content, use alexandria_search.
     """
-    if hypothetical_passage is None:
-        hypothetical_passage = await sampled_passage(ctx, backends(ctx), query, book_id)
+    hypothetical_passage = hypothetical_passage or sampled_text(sampled)
     request = query_pb2.SearchRequest(
         query=query,
         limit=limit,

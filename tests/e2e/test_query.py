@@ -155,8 +155,9 @@ def _stdio(stack: RunningStack, **env: str) -> StdioServerParameters:
                                  env={**stack.env, "QUERY_SAMPLING": "true", **env})
 
 
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])  # 2026-07-28's input requests; the request of before
 async def test_a_client_with_sampling_is_asked_for_the_passage_it_did_not_give(
-    stack: RunningStack, twelfth_night: str
+    stack: RunningStack, twelfth_night: str, protocol: str
 ) -> None:
     requests: list[CreateMessageRequestParams] = []
 
@@ -165,9 +166,10 @@ async def test_a_client_with_sampling_is_asked_for_the_passage_it_did_not_give(
         return CreateMessageResult(role="assistant", content=TextContent(type="text", text=DUKE_PASSAGE),
                                    model="test-double")
 
-    async with Client(_stdio(stack), sampling_callback=the_clients_model) as client:
-        found, is_error = await call(client, "alexandria_query", {"query": DUKE_QUESTION, "guardian": "none"})
-        given, _ = await call(client, "alexandria_query", {"query": DUKE_QUESTION, "hypothetical_passage": DUKE_PASSAGE})
+    async with Client(_stdio(stack), sampling_callback=the_clients_model, mode=protocol) as client:
+        asked = {"query": DUKE_QUESTION, "guardian": "none", "threshold": 0}
+        found, is_error = await call(client, "alexandria_query", asked)
+        given, _ = await call(client, "alexandria_query", {**asked, "hypothetical_passage": DUKE_PASSAGE})
     assert not is_error and "food of love" in found["results"][0]["text"], found
     assert len(requests) == 1, "asked once, and not when the caller gave a passage"
     prompt = requests[0].messages[0].content
@@ -177,7 +179,7 @@ async def test_a_client_with_sampling_is_asked_for_the_passage_it_did_not_give(
 
 
 @pytest.mark.parametrize("answer", ["refuses", "errs", "is too slow"])
-async def test_a_sampling_client_that_gives_no_passage_gets_the_plain_search(
+async def test_a_sampling_client_of_before_2026_07_28_that_gives_no_passage_gets_the_plain_search(
     stack: RunningStack, twelfth_night: str, answer: str
 ) -> None:
     async def the_clients_model(context: ClientRequestContext, params: CreateMessageRequestParams) -> (
@@ -189,7 +191,8 @@ async def test_a_sampling_client_that_gives_no_passage_gets_the_plain_search(
             raise RuntimeError("the model's service is down")
         return ErrorData(code=-1, message="The user declined the sampling request.")
 
-    async with Client(_stdio(stack, QUERY_SAMPLING_TIMEOUT_S="1"), sampling_callback=the_clients_model) as client:
+    async with Client(_stdio(stack, QUERY_SAMPLING_TIMEOUT_S="1"), sampling_callback=the_clients_model,
+                      mode="legacy") as client:
         started = asyncio.get_running_loop().time()
         found, is_error = await call(client, "alexandria_query", {"query": QUESTION, "guardian": "none"})
         seconds = asyncio.get_running_loop().time() - started
