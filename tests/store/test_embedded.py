@@ -255,6 +255,10 @@ def test_what_an_interrupted_merge_left_is_removed_by_the_next_process_that_owns
 
 
 def test_compact_names_what_is_wrong_instead_of_compacting(tmp_path: Path) -> None:
+    with pytest.raises(FailedPrecondition, match="There is no embedded store at"):
+        compact(settings_for("embedded", tmp_path), max_segment_mb=1000)
+    assert not (tmp_path / "store").exists(), "nothing is made where there was nothing to compact"
+    open_store(settings_for("embedded", tmp_path)).close()
     with pytest.raises(NotFound, match="'alexandria' does not exist"):
         compact(settings_for("embedded", tmp_path), max_segment_mb=1000)
     with pytest.raises(FailedPrecondition, match="merges its collections' segments itself"):
