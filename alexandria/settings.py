@@ -207,6 +207,11 @@ class IngestSettings(_Env):
     ingest_ocr_max_pages: int = Field(1000, ge=1)
     # Tesseract's language data (the variable Tesseract itself reads); unset: the first system folder with English.
     tessdata_prefix: Path | None = None
+    # The library keeps itself in step (services/ingest/auto_sync.py): after each change to metadata.db, once it has
+    # been quiet this long, the same sync as `alexandria sync` runs on QDRANT_COLLECTION.
+    auto_sync: bool = True
+    auto_sync_quiet_s: float = Field(5.0, ge=0)
+    auto_sync_poll_s: float = Field(1.0, gt=0)
     store: StoreSettings = Field(default_factory=StoreSettings)
     clients: ClientSettings = Field(default_factory=ClientSettings)
 

@@ -102,6 +102,21 @@ def storage_line(stats: query_pb2.CollectionStats) -> str:
     return f"{vectors}; {stats.disk_bytes / 1e6:.1f} MB on disk, {stats.wal_bytes / 1e6:.1f} MB of it write-ahead log"
 
 
+def auto_sync_line(status: ingest_pb2.AutoSyncStatus) -> str:
+    """What the automatic sync has done and is doing, in one line of `alexandria status`."""
+    if not status.enabled:
+        return "auto-sync  off (AUTO_SYNC=false): run alexandria sync after changing the library"
+    last = (f"last finished {status.last_finished_at}: {status.last_summary}" if status.last_finished_at
+            else "none finished yet")
+    if status.running:
+        now = f"running ({status.progress or 'planning'})"
+    elif status.pending:
+        now = "pending" + (f" ({status.waiting_reason})" if status.waiting_reason else ", once the library is quiet")
+    else:
+        now = "in step"
+    return f"auto-sync  {now}; {last}"
+
+
 async def cmd_status(layout: StackLayout, settings: ClientSettings) -> int:
     healthy = True
     for name, address in layout.addresses().items():
@@ -121,6 +136,9 @@ async def cmd_status(layout: StackLayout, settings: ClientSettings) -> int:
             if note:
                 print(f"           {note}")
         await query.close()
+        ingest = ServiceClient("ingest", layout.address("ingest"), ingest_pb2_grpc.IngestServiceStub, settings)
+        print(auto_sync_line(await ingest.call("GetAutoSyncStatus", ingest_pb2.GetAutoSyncStatusRequest())))
+        await ingest.close()
     return 0 if healthy else 1
 
 

@@ -247,3 +247,15 @@ class ListLibraryFilesResponse(_message.Message):
     books: _containers.RepeatedCompositeFieldContainer[LibraryFile]
     stale_reason: str
     def __init__(self, books: _Optional[_Iterable[_Union[LibraryFile, _Mapping]]] = ..., stale_reason: _Optional[str] = ...) -> None: ...
+
+class GetLibraryStateRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class LibraryState(_message.Message):
+    __slots__ = ("signature", "root")
+    SIGNATURE_FIELD_NUMBER: _ClassVar[int]
+    ROOT_FIELD_NUMBER: _ClassVar[int]
+    signature: str
+    root: str
+    def __init__(self, signature: _Optional[str] = ..., root: _Optional[str] = ...) -> None: ...

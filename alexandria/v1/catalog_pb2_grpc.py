@@ -65,6 +65,11 @@ class CatalogServiceStub:
                 request_serializer=alexandria_dot_v1_dot_catalog__pb2.ListLibraryFilesRequest.SerializeToString,
                 response_deserializer=alexandria_dot_v1_dot_catalog__pb2.ListLibraryFilesResponse.FromString,
                 _registered_method=True)
+        self.GetLibraryState = channel.unary_unary(
+                '/alexandria.v1.CatalogService/GetLibraryState',
+                request_serializer=alexandria_dot_v1_dot_catalog__pb2.GetLibraryStateRequest.SerializeToString,
+                response_deserializer=alexandria_dot_v1_dot_catalog__pb2.LibraryState.FromString,
+                _registered_method=True)
 
 
 class CatalogServiceServicer:
@@ -109,6 +114,13 @@ class CatalogServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetLibraryState(self, request, context):
+        """Where metadata.db stands now (cheap: its stat and change counter), for a watcher that syncs on changes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CatalogServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -141,6 +153,11 @@ def add_CatalogServiceServicer_to_server(servicer, server):
                     servicer.ListLibraryFiles,
                     request_deserializer=alexandria_dot_v1_dot_catalog__pb2.ListLibraryFilesRequest.FromString,
                     response_serializer=alexandria_dot_v1_dot_catalog__pb2.ListLibraryFilesResponse.SerializeToString,
+            ),
+            'GetLibraryState': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetLibraryState,
+                    request_deserializer=alexandria_dot_v1_dot_catalog__pb2.GetLibraryStateRequest.FromString,
+                    response_serializer=alexandria_dot_v1_dot_catalog__pb2.LibraryState.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -306,6 +323,33 @@ class CatalogService:
             '/alexandria.v1.CatalogService/ListLibraryFiles',
             alexandria_dot_v1_dot_catalog__pb2.ListLibraryFilesRequest.SerializeToString,
             alexandria_dot_v1_dot_catalog__pb2.ListLibraryFilesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetLibraryState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/alexandria.v1.CatalogService/GetLibraryState',
+            alexandria_dot_v1_dot_catalog__pb2.GetLibraryStateRequest.SerializeToString,
+            alexandria_dot_v1_dot_catalog__pb2.LibraryState.FromString,
             options,
             channel_credentials,
             insecure,

@@ -522,3 +522,29 @@ class ReindexEvent(_message.Message):
     progress: _common_pb2.Progress
     result: ReindexResult
     def __init__(self, progress: _Optional[_Union[_common_pb2.Progress, _Mapping]] = ..., result: _Optional[_Union[ReindexResult, _Mapping]] = ...) -> None: ...
+
+class GetAutoSyncStatusRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class AutoSyncStatus(_message.Message):
+    __slots__ = ("enabled", "collection", "pending", "running", "progress", "last_finished_at", "last_summary", "waiting_reason", "runs")
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    PENDING_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    LAST_FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    WAITING_REASON_FIELD_NUMBER: _ClassVar[int]
+    RUNS_FIELD_NUMBER: _ClassVar[int]
+    enabled: bool
+    collection: str
+    pending: bool
+    running: bool
+    progress: str
+    last_finished_at: str
+    last_summary: str
+    waiting_reason: str
+    runs: int
+    def __init__(self, enabled: _Optional[bool] = ..., collection: _Optional[str] = ..., pending: _Optional[bool] = ..., running: _Optional[bool] = ..., progress: _Optional[str] = ..., last_finished_at: _Optional[str] = ..., last_summary: _Optional[str] = ..., waiting_reason: _Optional[str] = ..., runs: _Optional[int] = ...) -> None: ...

@@ -81,6 +81,11 @@ class IngestServiceStub:
                 request_serializer=alexandria_dot_v1_dot_ingest__pb2.ReindexRequest.SerializeToString,
                 response_deserializer=alexandria_dot_v1_dot_ingest__pb2.ReindexEvent.FromString,
                 _registered_method=True)
+        self.GetAutoSyncStatus = channel.unary_unary(
+                '/alexandria.v1.IngestService/GetAutoSyncStatus',
+                request_serializer=alexandria_dot_v1_dot_ingest__pb2.GetAutoSyncStatusRequest.SerializeToString,
+                response_deserializer=alexandria_dot_v1_dot_ingest__pb2.AutoSyncStatus.FromString,
+                _registered_method=True)
 
 
 class IngestServiceServicer:
@@ -146,6 +151,13 @@ class IngestServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetAutoSyncStatus(self, request, context):
+        """What the automatic sync (AUTO_SYNC) has done and is doing: for `alexandria status` and alexandria_stats.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_IngestServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -193,6 +205,11 @@ def add_IngestServiceServicer_to_server(servicer, server):
                     servicer.ReindexCollection,
                     request_deserializer=alexandria_dot_v1_dot_ingest__pb2.ReindexRequest.FromString,
                     response_serializer=alexandria_dot_v1_dot_ingest__pb2.ReindexEvent.SerializeToString,
+            ),
+            'GetAutoSyncStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetAutoSyncStatus,
+                    request_deserializer=alexandria_dot_v1_dot_ingest__pb2.GetAutoSyncStatusRequest.FromString,
+                    response_serializer=alexandria_dot_v1_dot_ingest__pb2.AutoSyncStatus.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -440,6 +457,33 @@ class IngestService:
             '/alexandria.v1.IngestService/ReindexCollection',
             alexandria_dot_v1_dot_ingest__pb2.ReindexRequest.SerializeToString,
             alexandria_dot_v1_dot_ingest__pb2.ReindexEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetAutoSyncStatus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/alexandria.v1.IngestService/GetAutoSyncStatus',
+            alexandria_dot_v1_dot_ingest__pb2.GetAutoSyncStatusRequest.SerializeToString,
+            alexandria_dot_v1_dot_ingest__pb2.AutoSyncStatus.FromString,
             options,
             channel_credentials,
             insecure,

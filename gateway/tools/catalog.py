@@ -12,7 +12,7 @@ from pydantic import Field
 from alexandria import book_formats
 from alexandria.contract import BOOK_SEARCH_LIMIT, PREVIEW_LIMIT
 from alexandria.errors import AlexandriaError
-from alexandria.v1 import catalog_pb2, query_pb2
+from alexandria.v1 import catalog_pb2, ingest_pb2, query_pb2
 from gateway.backends import backends
 from gateway.results import composite_schema, contract_dict, error_result, message_result, tool_result
 from gateway.tools.base import READ_ONLY, register_tool
@@ -73,33 +73,38 @@ async def alexandria_book(ctx: Context, book_id: BookId) -> CallToolResult:
 @register_tool(
     title="Library and collection statistics",
     scope="read",
-    service="catalog, query",
+    service="catalog, query, ingest",
     annotations=READ_ONLY,
     output=composite_schema(
         {
             "calibre": catalog_pb2.GetLibraryStatsResponse.DESCRIPTOR,
             "qdrant": query_pb2.CollectionStats.DESCRIPTOR,
+            "auto_sync": ingest_pb2.AutoSyncStatus.DESCRIPTOR,
         }
     ),
 )
 async def alexandria_stats(ctx: Context, collection: Collection = None) -> CallToolResult:
     """Statistics of the Calibre library (books, authors, formats, languages) and of the searchable collection
     (passages, books ingested, embedding model; `language_note` says when many books are in languages that model
-    was not trained on, so their searches work poorly). A good first call to see what is available.
+    was not trained on, so their searches work poorly; `model_note` when the running model did not make the
+    collection), and the automatic sync's state (`auto_sync`: whether a change to the library is pending, when
+    the last one finished and what it did). A good first call to see what is available.
 
     If one side is down, its half reports the error and the other half still answers.
     """
     clients = backends(ctx)
-    calibre, qdrant = await asyncio.gather(
+    calibre, qdrant, auto_sync = await asyncio.gather(
         clients.catalog.call("GetLibraryStats", catalog_pb2.GetLibraryStatsRequest()),
         clients.query.call(
             "GetCollectionStats", query_pb2.GetCollectionStatsRequest(collection=collection or "")
         ),
+        clients.ingest.call("GetAutoSyncStatus", ingest_pb2.GetAutoSyncStatusRequest()),
         return_exceptions=True,
     )
     halves = {
         "calibre": _stats_half(calibre, {}),
         "qdrant": _stats_half(qdrant, {"connected": False}),
+        "auto_sync": _stats_half(auto_sync, {}),
     }
     if isinstance(calibre, BaseException) and isinstance(qdrant, BaseException):
         return error_result(

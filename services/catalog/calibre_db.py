@@ -309,6 +309,11 @@ class CalibreLibrary:
         """The library as of at most `recheck_interval_s` ago; FailedPrecondition when the path is not a library."""
         return self.read().snapshot
 
+    def signature(self) -> str:
+        """Where metadata.db stands now: equal strings, an unchanged library. FailedPrecondition when the path is
+        not a library."""
+        return "-".join(str(part) for part in _signature(metadata_db(self.root)))
+
     def read(self, fresh: bool = False) -> LibraryRead:
         """`snapshot()`, and whether it is a previous read served while Calibre holds its lock. `fresh`: the library
         as it is on disk now (its file's state checked on this call, read again if it changed), for a caller

@@ -183,6 +183,12 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
             languages=dict(stats.languages),
         )
 
+    async def GetLibraryState(
+        self, request: catalog_pb2.GetLibraryStateRequest, context: Context
+    ) -> catalog_pb2.LibraryState:
+        signature = await asyncio.to_thread(self.library.signature)
+        return catalog_pb2.LibraryState(signature=signature, root=str(self.library.root))
+
     async def PreviewIngest(
         self, request: catalog_pb2.PreviewIngestRequest, context: Context
     ) -> catalog_pb2.PreviewIngestResponse:

@@ -27,6 +27,7 @@ from alexandria.store import schema as f
 from alexandria.store.model import check_collection_name
 from alexandria.v1 import catalog_pb2_grpc, common_pb2, ingest_pb2, ingest_pb2_grpc
 from alexandria.v1.catalog_pb2 import LibraryFile
+from services.ingest.auto_sync import AutoSync
 from services.ingest.batch import (
     BatchBook,
     BatchRow,
@@ -112,6 +113,9 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         state_dir = settings.store.alexandria_data_dir / "sync"
         self.sync = LibrarySync(catalog, self.ingestor, state_dir)
         self.reindex = CollectionReindex(catalog, self.sources, self.ingestor, state_dir)
+        self.auto_sync = AutoSync(catalog, self.sync, state_dir, settings.store.qdrant_collection,
+                                  settings.auto_sync_quiet_s, settings.auto_sync_poll_s,
+                                  lambda outcome: sync_result(outcome).summary)
 
     def _collection(self, name: str) -> str:
         return check_collection_name(name.strip() or self.settings.store.qdrant_collection)
@@ -228,6 +232,17 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
 
         async for event in self._stream(work, ingest_pb2.ReindexEvent):
             yield event
+
+    async def GetAutoSyncStatus(
+        self, request: ingest_pb2.GetAutoSyncStatusRequest,
+        context: aio.ServicerContext[ingest_pb2.GetAutoSyncStatusRequest, ingest_pb2.AutoSyncStatus],
+    ) -> ingest_pb2.AutoSyncStatus:
+        watcher = self.auto_sync
+        return ingest_pb2.AutoSyncStatus(
+            enabled=self.settings.auto_sync, collection=watcher.collection, pending=watcher.pending,
+            running=watcher.running, progress=watcher.progress, last_finished_at=watcher.record.finished_at,
+            last_summary=watcher.record.summary, waiting_reason=watcher.waiting_reason, runs=watcher.runs,
+        )
 
     async def TestChunking(
         self, request: ingest_pb2.TestChunkingRequest,
@@ -404,11 +419,20 @@ def create_server(
         [ingest_pb2.DESCRIPTOR.services_by_name["IngestService"].full_name],
     )
 
+    watching: list[asyncio.Task[None]] = []
+
     async def embedder_answers() -> None:
         info = await client.wait_until_ready()
         log.info("embedder ready: %s (%d dims) on %s", info.name, info.dimension, info.device)
+        if settings.auto_sync:
+            watching.append(asyncio.create_task(servicer.auto_sync.run(), name="auto-sync"))
+
+    async def stop_watching() -> None:
+        for task in watching:
+            task.cancel()
 
     service.serve_when_ready(embedder_answers)
+    service.on_stop.insert(0, stop_watching)
     service.on_stop.append(indexer.drain)
     if catalog is None:
         service.close_on_stop(catalog_client)

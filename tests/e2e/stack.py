@@ -101,13 +101,15 @@ class RunningStack:
 
 
 def start_stack(data_dir: Path, library: Path, inbox: Path | None = None, extra_env: dict | None = None) -> RunningStack:
-    """Start `alexandria up --port 0` and return once it announces the gateway URL."""
+    """Start `alexandria up --port 0` and return once it announces the gateway URL. The automatic sync is off
+    unless `extra_env` turns it on: a test decides what its collection holds."""
     env = {
         **os.environ,
         "ALEXANDRIA_DATA_DIR": str(data_dir),
         "CALIBRE_LIBRARY_PATH": str(library),
         "HF_HUB_OFFLINE": "1",
         "ALEXANDRIA_LOG_LEVEL": "WARNING",
+        "AUTO_SYNC": "false",
         **(extra_env or {}),
     }
     if inbox is not None:

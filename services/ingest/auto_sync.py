@@ -1,0 +1,125 @@
+"""The automatic sync: a library that keeps itself in step while the stack runs (AUTO_SYNC, on by default).
+
+Every AUTO_SYNC_POLL_S the catalog says where metadata.db stands (GetLibraryState: its stat and SQLite's change
+counter). When that differs from where it stood at the last automatic sync, and has not changed for
+AUTO_SYNC_QUIET_S (Calibre writes metadata.db many times while it adds a batch), the same sync as `alexandria
+sync` runs on the default collection; once at start too when the library changed since the last one, so a new
+library starts indexing as soon as the stack is up. Never two syncs at once: a manual sync or a reindex holds
+the collection's lock, and the automatic one waits for it. A failing book is remembered as any sync remembers
+it; a stop mid-sync loses nothing (each book is written whole or not at all). Where the library stood at the
+last automatic sync, when it finished and what it did are kept in `<collection>.auto-sync.json` beside the
+sync's other state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from alexandria.book_formats import DEFAULT_PREFERENCE
+from alexandria.clients import ServiceClient
+from alexandria.errors import AlexandriaError, FailedPrecondition
+from alexandria.v1 import catalog_pb2
+from services.ingest.documents import ChunkingParams
+from services.ingest.sync import LibrarySync, SyncOutcome, SyncRequest
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class AutoSyncRecord:
+    """What the last automatic sync left: where the library stood when it began, when it finished, what it did."""
+
+    signature: str = ""
+    finished_at: str = ""
+    summary: str = ""
+
+    @classmethod
+    def load(cls, path: Path) -> AutoSyncRecord:
+        try:
+            return cls(**json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError):  # none yet, or unreadable: the next sync writes it anew
+            return cls()
+
+    def save(self, path: Path) -> None:
+        """Written whole to a temporary file, then renamed over the old one: never half-written."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(self.__dict__, indent=1))
+        os.replace(temporary, path)
+
+
+class AutoSync:
+    """Watches the library through the catalog and syncs `collection` after each change, once it is quiet."""
+
+    def __init__(self, catalog: ServiceClient, sync: LibrarySync, state_dir: Path, collection: str,
+                 quiet_s: float, poll_s: float, summarise: Callable[[SyncOutcome], str]) -> None:
+        self.catalog = catalog
+        self.sync = sync
+        self.collection = collection
+        self.quiet_s = quiet_s
+        self.poll_s = poll_s
+        self.summarise = summarise
+        self.record_path = state_dir / f"{collection}.auto-sync.json"
+        self.record = AutoSyncRecord.load(self.record_path)
+        self.seen = ""  # where the library stood at the last look
+        self.seen_since = time.monotonic()
+        self.running = False
+        self.progress = ""
+        self.waiting_reason = ""
+        self.runs = 0  # finished since the service started
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.seen) and self.seen != self.record.signature
+
+    async def run(self) -> None:
+        """Watch and sync until cancelled (when the service stops)."""
+        while True:
+            await self.check()
+            await asyncio.sleep(self.poll_s)
+
+    async def check(self) -> None:
+        """One look at the library; a sync when it changed since the last one and has been quiet long enough."""
+        try:
+            state = await self.catalog.call("GetLibraryState", catalog_pb2.GetLibraryStateRequest())
+        except AlexandriaError as exc:  # no library, or the catalog restarting: look again later
+            self.waiting_reason = exc.message
+            return
+        if state.signature != self.seen:
+            self.seen, self.seen_since = state.signature, time.monotonic()
+        if self.pending and time.monotonic() - self.seen_since >= self.quiet_s:
+            await self._sync(state.signature)
+
+    async def _sync(self, signature: str) -> None:
+        self.running, self.progress = True, ""
+
+        def report(stage: str, done: int, total: int, message: str = "") -> None:
+            self.progress = f"{stage} {done}/{total} {message}".strip()
+
+        request = SyncRequest(self.collection, ChunkingParams(), True, DEFAULT_PREFERENCE)
+        try:
+            outcome = await self.sync.run(request, report)
+        except FailedPrecondition as busy:  # a manual sync or a reindex holds the collection: wait for it
+            self.waiting_reason = busy.message
+            return
+        except AlexandriaError as exc:
+            log.warning("the automatic sync of '%s' failed: %s; it is tried again at the next look",
+                        self.collection, exc.message)
+            self.waiting_reason = exc.message
+            return
+        finally:
+            self.running = False
+        self.waiting_reason = ""
+        self.record = AutoSyncRecord(signature, datetime.now(UTC).isoformat(timespec="seconds"),
+                                     self.summarise(outcome))
+        self.record.save(self.record_path)
+        self.runs += 1
+        log.info("automatic sync of '%s': %s", self.collection, self.record.summary)

@@ -1,0 +1,77 @@
+"""The automatic sync's timing: it waits for a quiet library, for a manual sync or a reindex that holds the
+collection, and records where the library stood when it began (fakes stand in for the catalog and the sync)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from alexandria.errors import FailedPrecondition
+from services.ingest.auto_sync import AutoSync, AutoSyncRecord
+
+
+class _Catalog:
+    def __init__(self) -> None:
+        self.signature = "v1"
+
+    async def call(self, method: str, request: object) -> object:
+        assert method == "GetLibraryState"
+        return SimpleNamespace(signature=self.signature)
+
+
+class _Sync:
+    def __init__(self) -> None:
+        self.runs = 0
+        self.busy = False
+
+    async def run(self, request: object, report: object) -> str:
+        if self.busy:
+            raise FailedPrecondition("A reindex of collection 'alexandria' is already running; wait for it to finish.")
+        self.runs += 1
+        return f"sync {self.runs}"
+
+
+def _watcher(tmp_path: Path, catalog: _Catalog, sync: _Sync, quiet_s: float) -> AutoSync:
+    return AutoSync(catalog, sync, tmp_path, "alexandria", quiet_s, 0.01, str)  # type: ignore[arg-type]
+
+
+async def test_a_library_never_synced_is_synced_at_the_first_look_and_not_again_while_it_stays(tmp_path: Path) -> None:
+    sync = _Sync()
+    watcher = _watcher(tmp_path, _Catalog(), sync, quiet_s=0)
+    await watcher.check()
+    await watcher.check()
+    assert sync.runs == 1 and not watcher.pending
+    assert AutoSyncRecord.load(tmp_path / "alexandria.auto-sync.json").signature == "v1"
+    assert _watcher(tmp_path, _Catalog(), sync, quiet_s=0).record.summary == "sync 1", "kept across restarts"
+
+
+async def test_a_change_waits_for_the_quiet_period(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [100.0]
+    monkeypatch.setattr("services.ingest.auto_sync.time.monotonic", lambda: clock[0])
+    catalog, sync = _Catalog(), _Sync()
+    watcher = _watcher(tmp_path, catalog, sync, quiet_s=5)
+    await watcher.check()
+    clock[0] += 5
+    await watcher.check()
+    assert sync.runs == 1
+    for signature in ("v2", "v3", "v4"):  # Calibre writes again and again
+        catalog.signature = signature
+        clock[0] += 1
+        await watcher.check()
+        assert watcher.pending and sync.runs == 1
+    clock[0] += 5
+    await watcher.check()
+    assert sync.runs == 2 and not watcher.pending and watcher.record.signature == "v4"
+
+
+async def test_a_manual_sync_or_a_reindex_wins_and_the_automatic_one_waits(tmp_path: Path) -> None:
+    sync = _Sync()
+    sync.busy = True
+    watcher = _watcher(tmp_path, _Catalog(), sync, quiet_s=0)
+    await watcher.check()
+    assert watcher.pending and sync.runs == 0 and "reindex" in watcher.waiting_reason
+    sync.busy = False
+    await watcher.check()
+    assert not watcher.pending and sync.runs == 1 and watcher.waiting_reason == ""
