@@ -92,6 +92,7 @@ class ChunkRecord:
     page_start: int | None = None
     page_end: int | None = None
     text_source: f.TextSource = f.TextSource.TEXT
+    open_at: str = ""  # a passage's place for Calibre's viewer (services/ingest/locations.py); "": none known
 
     def to_payload(self) -> dict[str, Any]:
         payload = {
@@ -108,6 +109,8 @@ class ChunkRecord:
             payload[f.PAGE_END] = self.page_end
         if self.text_source != f.TextSource.TEXT:
             payload[f.TEXT_SOURCE] = self.text_source
+        if self.open_at:
+            payload[f.OPEN_AT] = self.open_at
         return payload
 
     @classmethod
@@ -127,6 +130,7 @@ class ChunkRecord:
             page_start=_optional_int(payload.get(f.PAGE_START)),
             page_end=_optional_int(payload.get(f.PAGE_END)),
             text_source=f.TextSource(payload.get(f.TEXT_SOURCE, f.TextSource.TEXT)),
+            open_at=str(payload.get(f.OPEN_AT, "")),
         )
 
 

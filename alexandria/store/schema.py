@@ -50,6 +50,7 @@ POSITION = "position"          # order of the chunk in the whole book
 PAGE_START = "page_start"
 PAGE_END = "page_end"
 TEXT_SOURCE = "text_source"    # a TextSource; absent: TEXT
+OPEN_AT = "open_at"            # where Calibre's viewer opens the book at the passage; absent: unknown
 WORD_COUNT = "word_count"
 
 # provenance

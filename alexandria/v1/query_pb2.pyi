@@ -59,7 +59,7 @@ class SearchRequest(_message.Message):
     def __init__(self, query: _Optional[str] = ..., limit: _Optional[int] = ..., threshold: _Optional[float] = ..., context_mode: _Optional[_Union[ContextMode, str]] = ..., response_pattern: _Optional[str] = ..., guardian: _Optional[str] = ..., search_mode: _Optional[_Union[SearchMode, str]] = ..., collection: _Optional[str] = ..., book_id: _Optional[int] = ..., author: _Optional[str] = ..., language: _Optional[str] = ..., hypothetical_passage: _Optional[str] = ...) -> None: ...
 
 class SearchHit(_message.Message):
-    __slots__ = ("score", "book_title", "author", "section_name", "text", "chunk_id", "locator", "book_id", "file_path", "book_key", "language", "parent_id", "sequence_index", "matched_lexically")
+    __slots__ = ("score", "book_title", "author", "section_name", "text", "chunk_id", "locator", "book_id", "file_path", "book_key", "language", "parent_id", "sequence_index", "matched_lexically", "link")
     SCORE_FIELD_NUMBER: _ClassVar[int]
     BOOK_TITLE_FIELD_NUMBER: _ClassVar[int]
     AUTHOR_FIELD_NUMBER: _ClassVar[int]
@@ -74,6 +74,7 @@ class SearchHit(_message.Message):
     PARENT_ID_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_INDEX_FIELD_NUMBER: _ClassVar[int]
     MATCHED_LEXICALLY_FIELD_NUMBER: _ClassVar[int]
+    LINK_FIELD_NUMBER: _ClassVar[int]
     score: float
     book_title: str
     author: str
@@ -88,7 +89,8 @@ class SearchHit(_message.Message):
     parent_id: str
     sequence_index: int
     matched_lexically: bool
-    def __init__(self, score: _Optional[float] = ..., book_title: _Optional[str] = ..., author: _Optional[str] = ..., section_name: _Optional[str] = ..., text: _Optional[str] = ..., chunk_id: _Optional[str] = ..., locator: _Optional[_Union[_common_pb2.Locator, _Mapping]] = ..., book_id: _Optional[int] = ..., file_path: _Optional[str] = ..., book_key: _Optional[str] = ..., language: _Optional[str] = ..., parent_id: _Optional[str] = ..., sequence_index: _Optional[int] = ..., matched_lexically: _Optional[bool] = ...) -> None: ...
+    link: str
+    def __init__(self, score: _Optional[float] = ..., book_title: _Optional[str] = ..., author: _Optional[str] = ..., section_name: _Optional[str] = ..., text: _Optional[str] = ..., chunk_id: _Optional[str] = ..., locator: _Optional[_Union[_common_pb2.Locator, _Mapping]] = ..., book_id: _Optional[int] = ..., file_path: _Optional[str] = ..., book_key: _Optional[str] = ..., language: _Optional[str] = ..., parent_id: _Optional[str] = ..., sequence_index: _Optional[int] = ..., matched_lexically: _Optional[bool] = ..., link: _Optional[str] = ...) -> None: ...
 
 class ParentChunk(_message.Message):
     __slots__ = ("parent_id", "book_title", "author", "section_name", "text", "trimmed", "chapter_words", "result_indices")

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from alexandria.book_formats import BookFormat
 from alexandria.book_identity import FileVersion
 from alexandria.clients import EmbedderClient
 from alexandria.errors import AlreadyExists, InvalidArgument
@@ -45,6 +46,7 @@ from services.ingest.documents import (
 )
 from services.ingest.extract import extract_book
 from services.ingest.extract.ocr import NO_OPTIONS, OcrOptions, missing_language_notice
+from services.ingest.locations import viewer_locations
 from services.ingest.progress import Report
 from services.ingest.segment import segment, sentence_texts
 from services.ingest.writer import BookWriter, build_points
@@ -268,7 +270,10 @@ class BookIngestor:
                 ingested_at=datetime.now(UTC).isoformat(timespec="seconds"), version=time.time_ns(),
                 file_version=source.file_version,
             )
-            points = build_points(book, chunked, prepared.vectors, window_vectors, parent_vectors)
+            # A PDF's passages are opened at their page; the other formats' by their first words.
+            open_at = [] if book.format == BookFormat.PDF else viewer_locations(
+                "\n".join(chapter.text for chapter in prepared.book.chapters), [c.text for c in chunked.chunks])
+            points = build_points(book, chunked, prepared.vectors, window_vectors, parent_vectors, open_at)
             report("write", 0, len(points), f"writing {len(points):,} points")
             await asyncio.to_thread(writer.write, book.book_key, book.version, points)
             report("write", len(points), len(points), f"wrote {len(points):,} points")

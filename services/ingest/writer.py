@@ -46,14 +46,17 @@ def lexical_vector(level: f.Level, text: str) -> SparseVector | None:
 
 
 def build_points(book: BookRecord, chunked: ChunkedBook, sentence_vectors: np.ndarray,
-                 window_vectors: Sequence[np.ndarray], parent_vectors: np.ndarray) -> list[StoredPoint]:
+                 window_vectors: Sequence[np.ndarray], parent_vectors: np.ndarray,
+                 open_at: Sequence[str] = ()) -> list[StoredPoint]:
     """Every point of one version of a book, children first then parents, all written with `complete` false.
-    A passage's dense vector is the normalised mean of its sentences' vectors; it keeps its window vectors."""
+    A passage's dense vector is the normalised mean of its sentences' vectors; it keeps its window vectors, and
+    its place for Calibre's viewer when `open_at` has one (in chunk order)."""
     parent_ids = [point_id(book.book_key, book.version, f.Level.PARENT, n) for n in range(len(chunked.parents))]
     points = []
     for n, chunk in enumerate(chunked.chunks):
         record = _record(book, chunk, chunk.level, chunk.sibling_count, sequence_index=chunk.sequence_index,
-                         parent_id=None if chunk.parent_index is None else parent_ids[chunk.parent_index])
+                         parent_id=None if chunk.parent_index is None else parent_ids[chunk.parent_index],
+                         open_at=open_at[n] if open_at else "")
         centroid = sentence_vectors[chunk.first_sentence : chunk.end_sentence].mean(axis=0)
         points.append(StoredPoint(point_id(book.book_key, book.version, str(chunk.level), n),
                                   centroid / np.linalg.norm(centroid), lexical_vector(chunk.level, chunk.text),
@@ -66,13 +69,13 @@ def build_points(book: BookRecord, chunked: ChunkedBook, sentence_vectors: np.nd
 
 
 def _record(book: BookRecord, chunk: Chunk | ParentChunk, level: f.Level, sibling_count: int,
-            sequence_index: int = 0, parent_id: str | None = None) -> ChunkRecord:
+            sequence_index: int = 0, parent_id: str | None = None, open_at: str = "") -> ChunkRecord:
     locator = chunk.locator
     return ChunkRecord(
         book=book, level=level, text=chunk.text, chapter_title=locator.chapter_title,
         chapter_index=locator.chapter_index, position=locator.position, word_count=chunk.word_count,
         sibling_count=sibling_count, sequence_index=sequence_index, parent_id=parent_id,
-        page_start=locator.page_start, page_end=locator.page_end, text_source=locator.text_source,
+        page_start=locator.page_start, page_end=locator.page_end, text_source=locator.text_source, open_at=open_at,
     )
 
 

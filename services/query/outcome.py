@@ -53,6 +53,7 @@ class Passage:
     sequence_index: int
     sibling_count: int
     matched_lexically: bool
+    link: str = ""  # opens the book at the passage (services/query/links.py)
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ from alexandria.store.lexical import encode_query
 from alexandria.store.records import BookRecord, ChunkRecord, CollectionModel, complete
 from services.query.budget import fit_to_budget
 from services.query.context import assemble_context, neighbour_key, neighbour_positions
+from services.query.links import passage_link
 from services.query.outcome import ContextMode, Locator, Passage, SearchMode, SearchOutcome
 from services.query.ranking import (
     CANDIDATE_POOL,
@@ -361,6 +362,7 @@ def passage_from_payload(chunk_id: str, score: float, payload: dict[str, Any], m
         sequence_index=chunk.sequence_index,
         sibling_count=chunk.sibling_count,
         matched_lexically=matched_lexically,
+        link=passage_link(chunk),
     )
 
 

@@ -139,6 +139,7 @@ def search_response(outcome: SearchOutcome, instruction: ResponseInstruction) ->
             parent_id=p.parent_id,
             sequence_index=p.sequence_index,
             matched_lexically=p.matched_lexically,
+            link=p.link,
         )
         if p.calibre_id is not None:
             hit.book_id = p.calibre_id

@@ -1,0 +1,40 @@
+"""The link that opens a returned passage: Calibre's own URL for a Calibre book, a file URI otherwise.
+
+- A Calibre book in a format Calibre's viewer reads: `calibre://view-book/<library>/<book id>/<FORMAT>` with
+  `?open_at=` the passage's place (`search:` and its first words, services/ingest/locations.py) when ingest found
+  one. The library is named as Calibre names it (the library folder's name, spaces as underscores), hex-encoded
+  as Calibre's own links are (`_hex_-` and the UTF-8 bytes in hex: calibre/gui2/book_details.py), and Calibre's
+  files sit in `<library>/<author>/<title (id)>/`, so the library is the book file's third parent folder.
+- A PDF, Calibre's or a local one: its `file://` URI with `#page=N`, the passage's first page.
+- Any other local file: its `file://` URI.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote
+
+from alexandria.store.records import ChunkRecord
+
+PDF = "PDF"
+
+
+def calibre_library_id(book_file: Path) -> str:
+    """The library's name in Calibre's URLs, for a file of a book of that library."""
+    name = book_file.parent.parent.parent.name.replace(" ", "_")
+    return "_hex_-" + name.encode("utf-8").hex()
+
+
+def passage_link(chunk: ChunkRecord) -> str:
+    """The URL that opens `chunk`'s book at it ("" for a book with no file recorded)."""
+    book = chunk.book
+    if not book.file_path:
+        return ""
+    path = Path(book.file_path)
+    if book.format == PDF:
+        page = f"#page={chunk.page_start}" if chunk.page_start is not None else ""
+        return path.as_uri() + page
+    if book.calibre_id is None:
+        return path.as_uri()
+    at = f"?open_at={quote(chunk.open_at, safe='')}" if chunk.open_at else ""
+    return f"calibre://view-book/{calibre_library_id(path)}/{book.calibre_id}/{book.format or path.suffix[1:].upper()}{at}"

@@ -1,0 +1,82 @@
+"""Where Calibre's viewer opens a book at a passage: its first words, as few as occur nowhere else."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+
+from services.ingest.chunking import chunk_book
+from services.ingest.documents import ChunkingParams
+from services.ingest.extract import extract_book
+from services.ingest.locations import MIN_WORDS, viewer_locations
+from services.ingest.segment import segment
+
+BOOK = (
+    "It was a dark and stormy night; the rain fell in torrents. "
+    "Said she, it was a dark and stormy night again, and the keeper lit the lamp. "
+    "The keeper counted the herring boats every evening before the fog rolled in."
+)
+
+
+def test_a_passage_opens_at_its_first_words_that_occur_nowhere_else() -> None:
+    passages = [
+        "The keeper counted the herring boats every evening before the fog rolled in.",
+        "It was a dark and stormy night; the rain fell in torrents.",
+    ]
+    found = viewer_locations(BOOK, passages)
+    assert found[0] == "search:" + " ".join(passages[0].split()[:MIN_WORDS])
+    # its first six words open two places: the words go on until they are the only one
+    assert found[1] == "search:It was a dark and stormy night;"
+    for location in found:
+        words = location.removeprefix("search:")
+        assert " ".join(BOOK.casefold().split()).count(" ".join(words.casefold().split())) == 1
+
+
+def test_a_passage_whose_opening_repeats_throughout_gets_no_place() -> None:
+    refrain = "And the chorus sang the same words again and again, " * 3
+    assert viewer_locations(refrain * 4, [refrain]) == [""]
+
+
+def _viewer_text(epub: Path) -> str:
+    """The book as Calibre's viewer searches it: the text of its spine's documents in reading order, read
+    straight from the EPUB's XHTML (not through ingest's extractor), case and spacing aside."""
+    import ebooklib
+    from ebooklib import epub as epub_lib
+    from lxml import html
+
+    book = epub_lib.read_epub(str(epub), options={"ignore_ncx": True})
+    texts = []
+    for item_id, _ in book.spine:
+        item = book.get_item_with_id(item_id)
+        if item is not None and item.get_type() == ebooklib.ITEM_DOCUMENT:
+            texts.append(html.fromstring(item.get_content()).text_content())
+    return " ".join(" ".join(texts).casefold().replace("’", "'").split())
+
+
+def test_200_passages_of_the_shared_library_open_where_they_begin(shared_corpus: Path) -> None:
+    """Each stored place, resolved in the EPUB as the viewer's `search:` does (its first occurrence), lands on
+    text that begins with the passage's first words, and on no other occurrence."""
+    epubs = sorted((shared_corpus / "calibre-library").rglob("*.epub"))
+    checked = unplaced = 0
+    rng = random.Random(7)
+    for epub in epubs:
+        extracted = extract_book(epub)
+        sentences = segment(extracted)
+        chunked = chunk_book(extracted, sentences, np.zeros(max(0, len(sentences) - 1)), ChunkingParams())
+        passages = [chunk.text for chunk in chunked.chunks]
+        locations = viewer_locations("\n".join(chapter.text for chapter in extracted.chapters), passages)
+        viewer = _viewer_text(epub)
+        for n in rng.sample(range(len(passages)), min(len(passages), 40)):
+            if not locations[n]:
+                unplaced += 1
+                continue
+            words = " ".join(locations[n].removeprefix("search:").casefold().replace("’", "'").split())
+            at = viewer.find(words)
+            assert at >= 0 and viewer.find(words, at + 1) < 0, (epub.name, locations[n])
+            opening = " ".join(passages[n].casefold().replace("’", "'").split()[:MIN_WORDS])
+            assert viewer[at:].startswith(opening), (epub.name, passages[n][:80], viewer[at:at + 80])
+            checked += 1
+    print(f"{checked} passages of {len(epubs)} EPUBs open where they begin; {unplaced} have no place")
+    assert checked >= 200 and unplaced <= checked // 20

@@ -1,0 +1,35 @@
+"""The link that opens a returned passage: Calibre's URL for a Calibre book, a file URI for a PDF or a local file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alexandria.store import schema as f
+from alexandria.store.records import BookRecord, ChunkRecord
+from services.query.links import passage_link
+
+
+def _chunk(file_path: str, book_format: str, calibre_id: int | None = None, **more: object) -> ChunkRecord:
+    book = BookRecord(book_key="k", title="T", author="A", file_path=file_path, format=book_format,
+                      calibre_id=calibre_id)
+    return ChunkRecord(book=book, level=f.Level.CHILD, text="Text.", **more)  # type: ignore[arg-type]
+
+
+def test_a_calibre_epub_opens_in_calibres_viewer_at_the_passages_words() -> None:
+    chunk = _chunk("/home/me/Calibre Library/Jane Austen/Emma (2)/Emma - Jane Austen.epub", "EPUB", 2,
+                   open_at="search:borrowed two umbrellas for us from")
+    library = "_hex_-" + b"Calibre_Library".hex()
+    assert passage_link(chunk) == (f"calibre://view-book/{library}/2/EPUB"
+                                   "?open_at=search%3Aborrowed%20two%20umbrellas%20for%20us%20from")
+
+
+def test_a_passage_without_a_place_opens_its_book() -> None:
+    chunk = _chunk("/lib/A/B (7)/B.azw3", "AZW3", 7)
+    assert passage_link(chunk) == f"calibre://view-book/_hex_-{b'lib'.hex()}/7/AZW3"
+
+
+def test_a_pdf_opens_at_the_passages_first_page_and_a_local_file_as_a_file() -> None:
+    pdf = _chunk("/lib/A/Persuasion (4)/Persuasion.pdf", "PDF", 4, page_start=17, page_end=18)
+    assert passage_link(pdf) == Path("/lib/A/Persuasion (4)/Persuasion.pdf").as_uri() + "#page=17"
+    local = _chunk("/inbox/my notes.md", "MD")
+    assert passage_link(local) == "file:///inbox/my%20notes.md"
