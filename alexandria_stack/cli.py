@@ -239,7 +239,8 @@ async def cmd_query(layout: StackLayout, settings: ClientSettings, args: argpars
     for i, hit in enumerate(response.results, 1):
         pages = f", pp. {hit.locator.page_start}-{hit.locator.page_end}" if hit.locator.HasField("page_start") else ""
         print(f"[{i}] {hit.book_title} — {hit.author} — {hit.section_name}{pages} (score {hit.score:.2f})")
-        print(f"    {hit.text[:600]}\n")
+        print(f"    {hit.text[:600]}")
+        print(f"    {hit.link}\n" if hit.link else "")
     return 0
 
 

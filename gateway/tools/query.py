@@ -96,7 +96,9 @@ async def alexandria_query(
     """Search the content of the ingested books by meaning and return the passages that answer a question.
 
     Use this for any question about what the books say. Results come best first, each with the passage text,
-    its score, the book, author and chapter (section_name) and a locator to cite. `score` is the passage's
+    its score, the book, author and chapter (section_name), a locator to cite, and `link`, a URL that opens the
+    book at the passage (Calibre's viewer for a Calibre book, the file, at its page for a PDF) to offer the
+    reader. `score` is the passage's
     relevance to the question in [0, 1] (meaning and exact words together, or a reranker's judgement when
     one is configured); `threshold` drops passages scoring under it, and `matched_lexically` marks a passage
     kept below it because it contains every word of the query (a name, a rare word). When nothing reaches

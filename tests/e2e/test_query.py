@@ -57,6 +57,7 @@ async def test_precise_results_carry_citations(stack: RunningStack, twelfth_nigh
         assert 0.5 <= top["score"] <= 1.0
         assert top["matched_lexically"] is False  # above the threshold on its own
     assert top["chunk_id"] and top["section_name"]
+    assert top["link"] == Path(top["file_path"]).as_uri(), "a local Markdown file opens as a file"
     assert top["locator"]["chapter_title"] == top["section_name"]
     assert found["parent_chunks"] == [] and found["hierarchy_stats"] is None
 
