@@ -14,7 +14,7 @@ from mcp import Client
 from alexandria_stack.layout import SAMPLE_LIBRARY as LIBRARY
 from e2e.mcp_calls import call
 from e2e.stack import RunningStack, StoredPoints, start_stack
-from e2e.test_sync import calibredb, ingested
+from e2e.test_sync import calibredb, ingested, seven_book_library
 
 QUIET_S = 2.0
 AUTO_SYNC = {"AUTO_SYNC": "true", "AUTO_SYNC_QUIET_S": str(QUIET_S), "AUTO_SYNC_POLL_S": "0.2"}
@@ -86,9 +86,7 @@ async def test_a_library_changed_twenty_times_in_ten_seconds_is_synced_once_or_t
 
 
 async def test_a_stack_stopped_mid_sync_loses_nothing_and_finishes_when_started_again(tmp_path: Path) -> None:
-    library = copy_library(LIBRARY, tmp_path / "library")
-    for book in ("the_tempest.epub", "julius_caesar.pdf", "romeo_and_juliet.txt"):
-        calibredb(library, "add", str(LOCAL_FILES / book))
+    library = seven_book_library(tmp_path)
     stack = start_stack(tmp_path / "var", library, extra_env=AUTO_SYNC)
     try:
         # Stopped while the fourth or fifth of the seven books is being ingested.

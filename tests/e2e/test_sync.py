@@ -164,10 +164,16 @@ async def test_books_added_and_removed_with_calibredb_are_synced_by_the_next_syn
         stack.stop()
 
 
-async def test_a_sync_killed_half_way_finishes_when_run_again(tmp_path: Path) -> None:
+def seven_book_library(tmp_path: Path) -> Path:
+    """A copy of the sample library with three plays more, added by calibredb (ids 5, 6 and 7)."""
     library = copy_library(LIBRARY, tmp_path / "library")
     for book in ("the_tempest.epub", "julius_caesar.pdf", "romeo_and_juliet.txt"):
         calibredb(library, "add", str(LOCAL_FILES / book))
+    return library
+
+
+async def test_a_sync_killed_half_way_finishes_when_run_again(tmp_path: Path) -> None:
+    library = seven_book_library(tmp_path)
     stack = start_library_stack(tmp_path, library)
     try:
         running = start_sync(stack)
