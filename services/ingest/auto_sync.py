@@ -32,6 +32,10 @@ from services.ingest.sync import LibrarySync, SyncOutcome, SyncRequest
 
 log = logging.getLogger(__name__)
 
+# After a sync that could not run (another holds the collection, its model is not the running one, a service
+# is down), the next try waits this long: each try lists the whole library.
+RETRY_S = 30.0
+
 
 @dataclass
 class AutoSyncRecord:
@@ -75,6 +79,7 @@ class AutoSync:
         self.progress = ""
         self.waiting_reason = ""
         self.runs = 0  # finished since the service started
+        self.retry_at = float("-inf")
 
     @property
     def pending(self) -> bool:
@@ -95,7 +100,8 @@ class AutoSync:
             return
         if state.signature != self.seen:
             self.seen, self.seen_since = state.signature, time.monotonic()
-        if self.pending and time.monotonic() - self.seen_since >= self.quiet_s:
+        now = time.monotonic()
+        if self.pending and now - self.seen_since >= self.quiet_s and now >= self.retry_at:
             await self._sync(state.signature)
 
     async def _sync(self, signature: str) -> None:
@@ -108,12 +114,12 @@ class AutoSync:
         try:
             outcome = await self.sync.run(request, report)
         except FailedPrecondition as busy:  # a manual sync or a reindex holds the collection: wait for it
-            self.waiting_reason = busy.message
+            self.waiting_reason, self.retry_at = busy.message, time.monotonic() + RETRY_S
             return
         except AlexandriaError as exc:
-            log.warning("the automatic sync of '%s' failed: %s; it is tried again at the next look",
-                        self.collection, exc.message)
-            self.waiting_reason = exc.message
+            log.warning("the automatic sync of '%s' failed: %s; it is tried again in %.0f s",
+                        self.collection, exc.message, RETRY_S)
+            self.waiting_reason, self.retry_at = exc.message, time.monotonic() + RETRY_S
             return
         finally:
             self.running = False

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from alexandria.errors import FailedPrecondition
-from services.ingest.auto_sync import AutoSync, AutoSyncRecord
+from services.ingest.auto_sync import RETRY_S, AutoSync, AutoSyncRecord
 
 
 class _Catalog:
@@ -66,12 +66,19 @@ async def test_a_change_waits_for_the_quiet_period(tmp_path: Path, monkeypatch: 
     assert sync.runs == 2 and not watcher.pending and watcher.record.signature == "v4"
 
 
-async def test_a_manual_sync_or_a_reindex_wins_and_the_automatic_one_waits(tmp_path: Path) -> None:
+async def test_a_manual_sync_or_a_reindex_wins_and_the_automatic_one_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [100.0]
+    monkeypatch.setattr("services.ingest.auto_sync.time.monotonic", lambda: clock[0])
     sync = _Sync()
     sync.busy = True
     watcher = _watcher(tmp_path, _Catalog(), sync, quiet_s=0)
     await watcher.check()
     assert watcher.pending and sync.runs == 0 and "reindex" in watcher.waiting_reason
     sync.busy = False
+    await watcher.check()
+    assert watcher.pending and sync.runs == 0, "not tried again at once: each try lists the whole library"
+    clock[0] += RETRY_S
     await watcher.check()
     assert not watcher.pending and sync.runs == 1 and watcher.waiting_reason == ""
