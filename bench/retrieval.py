@@ -1,11 +1,17 @@
 """Retrieval quality of alexandria_query: does the passage that answers a question come back, and how high?
 
     .venv/bin/python bench/retrieval.py [--model PATH_OR_PACKAGE ...] [--profile baseline|fast|best ...]
-                                        [--language ja --language hr ...] [--no-gateway]
-                                        [--corpus ../shared/corpus] [--scratch bench/out/retrieval]
+                                        [--language ja --language hr ...] [--hint none|llm|blind ...]
+                                        [--no-gateway] [--corpus ../shared/corpus] [--scratch bench/out/retrieval]
 
 Questions: bench/retrieval_questions/*.yaml (bench/questions.py says what makes one sound), split by
-book into a tuning half and a check half. Tune on the tuning half only; the check half is the score.
+book into a tuning half and a check half, and a widened set over books neither holds (English, to choose
+the default profile on). Tune on the tuning half only; the check half is the score.
+
+Hint sets (`--hint`, repeatable; default all): each question asked with no hypothetical_passage ("none"),
+with the one an LLM wrote for it without the book ("llm"), and with the question restated ("blind")
+(bench/retrieval_hints/, the prompt in its PROMPT.md); the off-topic questions get invented passages. The
+hinted sets are asked in hybrid mode, and their figures are under "hints" in the JSON.
 Each book's questions are in its language (English, German, French, Japanese, Croatian); `--language`
 (repeatable) asks only those in the languages named, and ingests only their books.
 
