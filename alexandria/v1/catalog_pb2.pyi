@@ -32,7 +32,7 @@ class BookSummary(_message.Message):
     def __init__(self, id: _Optional[int] = ..., title: _Optional[str] = ..., author: _Optional[str] = ..., authors: _Optional[_Iterable[str]] = ..., language: _Optional[str] = ..., languages: _Optional[_Iterable[str]] = ..., tags: _Optional[_Iterable[str]] = ..., series: _Optional[str] = ..., series_index: _Optional[float] = ..., formats: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class BookDetail(_message.Message):
-    __slots__ = ("id", "title", "author", "authors", "language", "languages", "tags", "series", "series_index", "isbn", "publisher", "pubdate", "rating", "formats", "identifiers", "uuid", "author_sort", "missing_formats")
+    __slots__ = ("id", "title", "author", "authors", "language", "languages", "tags", "series", "series_index", "isbn", "publisher", "pubdate", "rating", "formats", "identifiers", "uuid", "author_sort", "missing_formats", "highlights")
     class IdentifiersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -58,6 +58,7 @@ class BookDetail(_message.Message):
     UUID_FIELD_NUMBER: _ClassVar[int]
     AUTHOR_SORT_FIELD_NUMBER: _ClassVar[int]
     MISSING_FORMATS_FIELD_NUMBER: _ClassVar[int]
+    HIGHLIGHTS_FIELD_NUMBER: _ClassVar[int]
     id: int
     title: str
     author: str
@@ -76,7 +77,8 @@ class BookDetail(_message.Message):
     uuid: str
     author_sort: str
     missing_formats: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, id: _Optional[int] = ..., title: _Optional[str] = ..., author: _Optional[str] = ..., authors: _Optional[_Iterable[str]] = ..., language: _Optional[str] = ..., languages: _Optional[_Iterable[str]] = ..., tags: _Optional[_Iterable[str]] = ..., series: _Optional[str] = ..., series_index: _Optional[float] = ..., isbn: _Optional[str] = ..., publisher: _Optional[str] = ..., pubdate: _Optional[str] = ..., rating: _Optional[float] = ..., formats: _Optional[_Iterable[str]] = ..., identifiers: _Optional[_Mapping[str, str]] = ..., uuid: _Optional[str] = ..., author_sort: _Optional[str] = ..., missing_formats: _Optional[_Iterable[str]] = ...) -> None: ...
+    highlights: int
+    def __init__(self, id: _Optional[int] = ..., title: _Optional[str] = ..., author: _Optional[str] = ..., authors: _Optional[_Iterable[str]] = ..., language: _Optional[str] = ..., languages: _Optional[_Iterable[str]] = ..., tags: _Optional[_Iterable[str]] = ..., series: _Optional[str] = ..., series_index: _Optional[float] = ..., isbn: _Optional[str] = ..., publisher: _Optional[str] = ..., pubdate: _Optional[str] = ..., rating: _Optional[float] = ..., formats: _Optional[_Iterable[str]] = ..., identifiers: _Optional[_Mapping[str, str]] = ..., uuid: _Optional[str] = ..., author_sort: _Optional[str] = ..., missing_formats: _Optional[_Iterable[str]] = ..., highlights: _Optional[int] = ...) -> None: ...
 
 class SearchBooksRequest(_message.Message):
     __slots__ = ("author", "title", "language", "tags", "limit")

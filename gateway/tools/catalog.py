@@ -64,7 +64,8 @@ async def alexandria_search(
     output=catalog_pb2.GetBookResponse.DESCRIPTOR,
 )
 async def alexandria_book(ctx: Context, book_id: BookId) -> CallToolResult:
-    """Get the full Calibre metadata of one book: authors, series, ISBN, publisher, date, rating, formats."""
+    """Get the full Calibre metadata of one book: authors, series, ISBN, publisher, date, rating, formats, and how
+    many highlights the reader made in Calibre's viewer (`highlights`)."""
     return message_result(
         await backends(ctx).catalog.call("GetBook", catalog_pb2.GetBookRequest(book_id=book_id))
     )

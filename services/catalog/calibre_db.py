@@ -81,6 +81,7 @@ class _Rows:
     links: dict[str, list[tuple[int, object]]]  # field -> (book, value) in link id order
     identifiers: list[tuple[int, str, str]]
     data: list[tuple[int, str, str]]
+    highlights: list[tuple[int, int]]  # (book, how many), of the books that have any
 
 
 def metadata_db(root: Path | None) -> Path:
@@ -145,8 +146,16 @@ def _read_rows(database: Path) -> _Rows:
             else []
         )
         data = connection.execute("SELECT book, format, name FROM data ORDER BY id").fetchall()
+        # Calibre 5 and later keep the viewer's highlights and bookmarks here; an older library has no such table.
+        highlights = (
+            connection.execute(
+                "SELECT book, COUNT(*) FROM annotations WHERE annot_type = 'highlight' GROUP BY book"
+            ).fetchall()
+            if "annotations" in tables
+            else []
+        )
         connection.execute("COMMIT")
-        return _Rows(books=books, links=links, identifiers=identifiers, data=data)
+        return _Rows(books=books, links=links, identifiers=identifiers, data=data, highlights=highlights)
     finally:
         connection.close()
 
@@ -198,6 +207,7 @@ def _build_books(root: Path, rows: _Rows) -> list[Book]:
             )
             continue
         files[book_id].append(book_file)
+    highlights = dict(rows.highlights)
     books = []
     for book_id, title, _path, author_sort, uuid, pubdate, series_index in rows.books:
         series = many["series"][book_id]
@@ -219,6 +229,7 @@ def _build_books(root: Path, rows: _Rows) -> list[Book]:
                 rating=ratings[0] / 2 if ratings and ratings[0] else None,
                 uuid=uuid or "",
                 files=tuple(sorted(files[book_id], key=lambda f: f.format)),
+                highlights=highlights.get(book_id, 0),
             )
         )
     return books

@@ -50,6 +50,7 @@ class Book:
     rating: float | None  # stars 0-5, None when unrated
     uuid: str
     files: tuple[BookFile, ...]  # sorted by format, as Calibre shows them
+    highlights: int = 0  # the reader's highlights in Calibre's viewer
 
     @property
     def author(self) -> str:

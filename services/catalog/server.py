@@ -77,6 +77,7 @@ def detail_message(book: Book, missing_formats: tuple[str, ...]) -> catalog_pb2.
         uuid=book.uuid,
         author_sort=book.author_sort,
         missing_formats=missing_formats,
+        highlights=book.highlights,
     )
 
 

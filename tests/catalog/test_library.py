@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
 import sqlite3
+import subprocess
 import time
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -14,6 +17,7 @@ import pytest
 from alexandria.book_formats import DEFAULT_PREFERENCE, FormatPreference
 from alexandria.contract import BOOK_SEARCH_LIMIT
 from alexandria.errors import FailedPrecondition, NotFound, Unavailable
+from alexandria_stack.layout import SAMPLE_LIBRARY
 from catalog import expected
 from catalog.scratch import copy_library, open_for_writing
 from services.catalog.calibre_db import CalibreLibrary, parse_calibre_date, read_library
@@ -402,3 +406,15 @@ def test_names_with_commas_survive(fixture_copy: Path) -> None:
 )
 def test_calibre_dates(stored: str | None, parsed: date | None) -> None:
     assert parse_calibre_date(stored) == parsed
+
+
+@pytest.mark.skipif(shutil.which("calibre-debug") is None, reason="needs Calibre's calibre-debug (make setup installs calibre)")
+def test_a_book_counts_the_highlights_calibres_viewer_saved(tmp_path: Path) -> None:
+    library = copy_library(SAMPLE_LIBRARY, tmp_path / "library")
+    add_highlight = Path(__file__).resolve().parent.parent / "fixtures" / "calibre" / "add_highlight.py"
+    for text in ("the first highlighted sentence", "a second highlighted sentence"):
+        subprocess.run(["calibre-debug", str(add_highlight), str(library), "1", text, "the reader's note"],
+                       check=True, capture_output=True, timeout=120,
+                       env={**os.environ, "QTWEBENGINE_CHROMIUM_FLAGS": "--no-sandbox"})
+    books = read_library(library).books
+    assert books[1].highlights == 2 and books[2].highlights == 0
