@@ -76,6 +76,7 @@ def book_fields(row: Row) -> dict[str, Any]:
         "uuid": row["uuid"],
         "author_sort": row["author_sort"],
         "missing_formats": [],
+        "highlights": 0,  # no reader has highlighted the corpus's books
     }
 
 

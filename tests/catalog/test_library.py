@@ -45,6 +45,7 @@ def book_fields(book: Book) -> dict[str, Any]:
         "uuid": book.uuid,
         "author_sort": book.author_sort,
         "missing_formats": list(book.missing_formats()),
+        "highlights": book.highlights,
     }
 
 
