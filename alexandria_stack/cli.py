@@ -231,7 +231,7 @@ async def cmd_query(layout: StackLayout, settings: ClientSettings, args: argpars
         response = await query.call("Search", query_pb2.SearchRequest(
             query=args.text, limit=args.limit, threshold=args.threshold, guardian="none",
             search_mode=f"SEARCH_MODE_{(args.mode or 'unspecified').upper()}",
-            hypothetical_passage=args.passage or ""))
+            hypothetical_passage=args.passage or "", search_in=f"SEARCH_IN_{args.search_in.upper()}"))
     finally:
         await query.close()
     if not response.results:
@@ -239,7 +239,9 @@ async def cmd_query(layout: StackLayout, settings: ClientSettings, args: argpars
     for i, hit in enumerate(response.results, 1):
         pages = f", pp. {hit.locator.page_start}-{hit.locator.page_end}" if hit.locator.HasField("page_start") else ""
         print(f"[{i}] {hit.book_title} — {hit.author} — {hit.section_name}{pages} (score {hit.score:.2f})")
-        print(f"    {hit.text[:600]}")
+        print(f"    {'Highlighted: ' if hit.kind == 'highlight' else ''}{hit.text[:600]}")
+        if hit.note:
+            print(f"    Your note: {hit.note}")
         print(f"    {hit.link}\n" if hit.link else "")
     return 0
 
@@ -287,6 +289,8 @@ def main(argv: list[str] | None = None) -> None:
     query.add_argument("--mode", choices=("hybrid", "semantic", "lexical"), help="default: the mode measured best")
     query.add_argument("--passage", help="what you expect the answering passage to say, in the book's words "
                                          "(searched beside the question, never printed)")
+    query.add_argument("--in", dest="search_in", choices=("passages", "highlights", "both"), default="passages",
+                       help="the books' text (default), your highlights in Calibre's viewer, or both")
     args = parser.parse_args(argv)
 
     configure_logging("cli", common.alexandria_log_level)

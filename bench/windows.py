@@ -60,7 +60,7 @@ from alexandria.store.records import ChunkRecord
 from services.embedder.loading import resolve_model_source
 from services.ingest.segment import sentence_spans
 from services.query.ranking import SEMANTIC_WEIGHT, Signals, lexical_relevance, measure
-from services.query.search import SEARCHABLE_LEVELS, Searcher, SearchMode, SearchQuery, newest_versions
+from services.query.search import Searcher, SearchMode, SearchQuery, newest_versions
 from services.query.server import EmbedderQueryEncoder
 
 log = logging.getLogger("bench.windows")
@@ -130,7 +130,7 @@ def windows(passage: StoredPassage, config: WindowConfig, tokenizer: PreTrainedT
 
 
 def load_passages(store: Any) -> list[StoredPassage]:
-    records = store.scroll(COLLECTION, Filter(must={f.COMPLETE: True, f.LEVEL: SEARCHABLE_LEVELS}), limit=10**7)
+    records = store.scroll(COLLECTION, Filter(must={f.COMPLETE: True, f.LEVEL: f.PASSAGE_LEVELS}), limit=10**7)
     passages = []
     for record in records:
         chunk = ChunkRecord.from_payload(record.payload)

@@ -695,6 +695,8 @@ def _to_edge_filter(where: Filter | None) -> edge.Filter | None:
         return None
     must: list[edge.ConditionType] = [edge.FieldCondition(key, match=_match(value)) for key, value in where.must.items()]
     must += [edge.FieldCondition(key, match=edge.MatchText(words)) for key, words in where.text.items()]
+    if where.ids:
+        must.append(edge.HasIdCondition(set(where.ids)))
     must_not: list[edge.ConditionType] = [
         edge.FieldCondition(key, match=_match(value)) for key, value in where.must_not.items()
     ]

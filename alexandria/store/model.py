@@ -80,12 +80,14 @@ class Filter:
     `text` matches words inside a text field (schema.TEXT_INDEXES): every word of the value
     must be a whole word of the field, case-insensitively, so {"author": "austen"} matches
     "Jane Austen" (accents are folded too, except in qdrant-client's local mode: differences.ACCENT_FOLDING).
-    Values are str, int or bool; list values hold str or int.
+    Values are str, int or bool; list values hold str or int. `ids`, when given, keeps only the points with
+    these ids.
     """
 
     must: dict[str, Any] = field(default_factory=dict)
     must_not: dict[str, Any] = field(default_factory=dict)
     text: dict[str, str] = field(default_factory=dict)
+    ids: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for key, value in (*self.must.items(), *self.must_not.items()):

@@ -77,7 +77,8 @@ class BookRecord:
 
 @dataclass(frozen=True)
 class ChunkRecord:
-    """One point: a passage (a child chunk under a chapter, or a flat chunk) or a chapter parent."""
+    """One point: a passage (a child chunk under a chapter, or a flat chunk), a chapter parent, or a reader's
+    highlight (its chapter titles joined in `chapter_title`)."""
 
     book: BookRecord
     level: f.Level
@@ -93,6 +94,8 @@ class ChunkRecord:
     page_end: int | None = None
     text_source: f.TextSource = f.TextSource.TEXT
     open_at: str = ""  # a passage's place for Calibre's viewer (services/ingest/locations.py); "": none known
+    note: str = ""  # a highlight's note
+    highlight_format: str = ""  # the format a highlight was made in; "": the book's
 
     def to_payload(self) -> dict[str, Any]:
         payload = {
@@ -111,6 +114,10 @@ class ChunkRecord:
             payload[f.TEXT_SOURCE] = self.text_source
         if self.open_at:
             payload[f.OPEN_AT] = self.open_at
+        if self.note:
+            payload[f.NOTE] = self.note
+        if self.highlight_format:
+            payload[f.HIGHLIGHT_FORMAT] = self.highlight_format
         return payload
 
     @classmethod
@@ -131,6 +138,8 @@ class ChunkRecord:
             page_end=_optional_int(payload.get(f.PAGE_END)),
             text_source=f.TextSource(payload.get(f.TEXT_SOURCE, f.TextSource.TEXT)),
             open_at=str(payload.get(f.OPEN_AT, "")),
+            note=str(payload.get(f.NOTE, "")),
+            highlight_format=str(payload.get(f.HIGHLIGHT_FORMAT, "")),
         )
 
 

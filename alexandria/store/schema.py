@@ -14,6 +14,11 @@ class Level(StrEnum):
     PARENT = "parent"  # a whole chapter: its text stored whole, its vector from a bounded part
     CHILD = "child"    # a semantic chunk under a parent
     FLAT = "flat"      # a semantic chunk of a book ingested without hierarchy
+    HIGHLIGHT = "highlight"  # text the reader highlighted in Calibre's viewer (services/ingest/highlights.py)
+
+
+# The levels whose points are the books' passages (a search's hits)
+PASSAGE_LEVELS = [Level.CHILD.value, Level.FLAT.value]
 
 
 class TextSource(StrEnum):
@@ -52,6 +57,11 @@ PAGE_END = "page_end"
 TEXT_SOURCE = "text_source"    # a TextSource; absent: TEXT
 OPEN_AT = "open_at"            # where Calibre's viewer opens the book at the passage; absent: unknown
 WORD_COUNT = "word_count"
+
+# highlight (its TEXT is the highlighted text, its CHAPTER_TITLE the chapters it is in)
+HIGHLIGHT = "highlight"        # which highlight, in which edit: Calibre's uuid of it and when it was last changed
+NOTE = "note"                  # the reader's note on it
+HIGHLIGHT_FORMAT = "highlight_format"  # the format it was made in: the one Calibre's viewer opens at it
 
 # provenance
 MODEL = "model"

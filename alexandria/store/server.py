@@ -513,6 +513,8 @@ def _to_qdrant_filter(where: Filter | None) -> models.Filter | None:
         models.FieldCondition(key=key, match=models.MatchText(text=words))
         for key, words in where.text.items()
     ]
+    if where.ids:
+        must.append(models.HasIdCondition(has_id=list(where.ids)))
     must_not: list[models.Condition] = [_condition(key, value) for key, value in where.must_not.items()]
     return models.Filter(must=must or None, must_not=must_not or None)  # no conditions: every point
 

@@ -219,7 +219,7 @@ class ListLibraryFilesRequest(_message.Message):
     def __init__(self, format_preference: _Optional[_Union[_common_pb2.FormatPreference, str]] = ...) -> None: ...
 
 class LibraryFile(_message.Message):
-    __slots__ = ("book_id", "uuid", "title", "author", "format", "file_path", "size_bytes", "mtime_ns", "authors", "language")
+    __slots__ = ("book_id", "uuid", "title", "author", "format", "file_path", "size_bytes", "mtime_ns", "authors", "language", "highlights")
     BOOK_ID_FIELD_NUMBER: _ClassVar[int]
     UUID_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
@@ -230,6 +230,7 @@ class LibraryFile(_message.Message):
     MTIME_NS_FIELD_NUMBER: _ClassVar[int]
     AUTHORS_FIELD_NUMBER: _ClassVar[int]
     LANGUAGE_FIELD_NUMBER: _ClassVar[int]
+    HIGHLIGHTS_FIELD_NUMBER: _ClassVar[int]
     book_id: int
     uuid: str
     title: str
@@ -240,7 +241,28 @@ class LibraryFile(_message.Message):
     mtime_ns: int
     authors: _containers.RepeatedScalarFieldContainer[str]
     language: str
-    def __init__(self, book_id: _Optional[int] = ..., uuid: _Optional[str] = ..., title: _Optional[str] = ..., author: _Optional[str] = ..., format: _Optional[str] = ..., file_path: _Optional[str] = ..., size_bytes: _Optional[int] = ..., mtime_ns: _Optional[int] = ..., authors: _Optional[_Iterable[str]] = ..., language: _Optional[str] = ...) -> None: ...
+    highlights: _containers.RepeatedCompositeFieldContainer[Highlight]
+    def __init__(self, book_id: _Optional[int] = ..., uuid: _Optional[str] = ..., title: _Optional[str] = ..., author: _Optional[str] = ..., format: _Optional[str] = ..., file_path: _Optional[str] = ..., size_bytes: _Optional[int] = ..., mtime_ns: _Optional[int] = ..., authors: _Optional[_Iterable[str]] = ..., language: _Optional[str] = ..., highlights: _Optional[_Iterable[_Union[Highlight, _Mapping]]] = ...) -> None: ...
+
+class Highlight(_message.Message):
+    __slots__ = ("uuid", "format", "text", "notes", "chapter_titles", "start_cfi", "spine_index", "timestamp")
+    UUID_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    NOTES_FIELD_NUMBER: _ClassVar[int]
+    CHAPTER_TITLES_FIELD_NUMBER: _ClassVar[int]
+    START_CFI_FIELD_NUMBER: _ClassVar[int]
+    SPINE_INDEX_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    uuid: str
+    format: str
+    text: str
+    notes: str
+    chapter_titles: _containers.RepeatedScalarFieldContainer[str]
+    start_cfi: str
+    spine_index: int
+    timestamp: str
+    def __init__(self, uuid: _Optional[str] = ..., format: _Optional[str] = ..., text: _Optional[str] = ..., notes: _Optional[str] = ..., chapter_titles: _Optional[_Iterable[str]] = ..., start_cfi: _Optional[str] = ..., spine_index: _Optional[int] = ..., timestamp: _Optional[str] = ...) -> None: ...
 
 class ListLibraryFilesResponse(_message.Message):
     __slots__ = ("books", "stale_reason")

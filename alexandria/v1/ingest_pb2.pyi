@@ -442,7 +442,7 @@ class SyncPlan(_message.Message):
     def __init__(self, add: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., remove: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., skip_failed: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., unchanged: _Optional[int] = ..., change: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., no_file: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., language_note: _Optional[str] = ...) -> None: ...
 
 class SyncResult(_message.Message):
-    __slots__ = ("plan", "dry_run", "added", "removed", "failed", "summary", "seconds", "replaced", "skipped")
+    __slots__ = ("plan", "dry_run", "added", "removed", "failed", "summary", "seconds", "replaced", "skipped", "highlights_added", "highlights_removed")
     PLAN_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
     ADDED_FIELD_NUMBER: _ClassVar[int]
@@ -452,6 +452,8 @@ class SyncResult(_message.Message):
     SECONDS_FIELD_NUMBER: _ClassVar[int]
     REPLACED_FIELD_NUMBER: _ClassVar[int]
     SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    HIGHLIGHTS_ADDED_FIELD_NUMBER: _ClassVar[int]
+    HIGHLIGHTS_REMOVED_FIELD_NUMBER: _ClassVar[int]
     plan: SyncPlan
     dry_run: bool
     added: int
@@ -461,7 +463,9 @@ class SyncResult(_message.Message):
     seconds: float
     replaced: int
     skipped: _containers.RepeatedCompositeFieldContainer[SyncBook]
-    def __init__(self, plan: _Optional[_Union[SyncPlan, _Mapping]] = ..., dry_run: _Optional[bool] = ..., added: _Optional[int] = ..., removed: _Optional[int] = ..., failed: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., summary: _Optional[str] = ..., seconds: _Optional[float] = ..., replaced: _Optional[int] = ..., skipped: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ...) -> None: ...
+    highlights_added: int
+    highlights_removed: int
+    def __init__(self, plan: _Optional[_Union[SyncPlan, _Mapping]] = ..., dry_run: _Optional[bool] = ..., added: _Optional[int] = ..., removed: _Optional[int] = ..., failed: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., summary: _Optional[str] = ..., seconds: _Optional[float] = ..., replaced: _Optional[int] = ..., skipped: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., highlights_added: _Optional[int] = ..., highlights_removed: _Optional[int] = ...) -> None: ...
 
 class SyncEvent(_message.Message):
     __slots__ = ("progress", "result")

@@ -21,6 +21,13 @@ class SearchMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SEARCH_MODE_HYBRID: _ClassVar[SearchMode]
     SEARCH_MODE_SEMANTIC: _ClassVar[SearchMode]
     SEARCH_MODE_LEXICAL: _ClassVar[SearchMode]
+
+class SearchIn(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SEARCH_IN_UNSPECIFIED: _ClassVar[SearchIn]
+    SEARCH_IN_PASSAGES: _ClassVar[SearchIn]
+    SEARCH_IN_HIGHLIGHTS: _ClassVar[SearchIn]
+    SEARCH_IN_BOTH: _ClassVar[SearchIn]
 CONTEXT_MODE_UNSPECIFIED: ContextMode
 CONTEXT_MODE_PRECISE: ContextMode
 CONTEXT_MODE_CONTEXTUAL: ContextMode
@@ -29,9 +36,13 @@ SEARCH_MODE_UNSPECIFIED: SearchMode
 SEARCH_MODE_HYBRID: SearchMode
 SEARCH_MODE_SEMANTIC: SearchMode
 SEARCH_MODE_LEXICAL: SearchMode
+SEARCH_IN_UNSPECIFIED: SearchIn
+SEARCH_IN_PASSAGES: SearchIn
+SEARCH_IN_HIGHLIGHTS: SearchIn
+SEARCH_IN_BOTH: SearchIn
 
 class SearchRequest(_message.Message):
-    __slots__ = ("query", "limit", "threshold", "context_mode", "response_pattern", "guardian", "search_mode", "collection", "book_id", "author", "language", "hypothetical_passage")
+    __slots__ = ("query", "limit", "threshold", "context_mode", "response_pattern", "guardian", "search_mode", "collection", "book_id", "author", "language", "hypothetical_passage", "search_in")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     THRESHOLD_FIELD_NUMBER: _ClassVar[int]
@@ -44,6 +55,7 @@ class SearchRequest(_message.Message):
     AUTHOR_FIELD_NUMBER: _ClassVar[int]
     LANGUAGE_FIELD_NUMBER: _ClassVar[int]
     HYPOTHETICAL_PASSAGE_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_IN_FIELD_NUMBER: _ClassVar[int]
     query: str
     limit: int
     threshold: float
@@ -56,10 +68,11 @@ class SearchRequest(_message.Message):
     author: str
     language: str
     hypothetical_passage: str
-    def __init__(self, query: _Optional[str] = ..., limit: _Optional[int] = ..., threshold: _Optional[float] = ..., context_mode: _Optional[_Union[ContextMode, str]] = ..., response_pattern: _Optional[str] = ..., guardian: _Optional[str] = ..., search_mode: _Optional[_Union[SearchMode, str]] = ..., collection: _Optional[str] = ..., book_id: _Optional[int] = ..., author: _Optional[str] = ..., language: _Optional[str] = ..., hypothetical_passage: _Optional[str] = ...) -> None: ...
+    search_in: SearchIn
+    def __init__(self, query: _Optional[str] = ..., limit: _Optional[int] = ..., threshold: _Optional[float] = ..., context_mode: _Optional[_Union[ContextMode, str]] = ..., response_pattern: _Optional[str] = ..., guardian: _Optional[str] = ..., search_mode: _Optional[_Union[SearchMode, str]] = ..., collection: _Optional[str] = ..., book_id: _Optional[int] = ..., author: _Optional[str] = ..., language: _Optional[str] = ..., hypothetical_passage: _Optional[str] = ..., search_in: _Optional[_Union[SearchIn, str]] = ...) -> None: ...
 
 class SearchHit(_message.Message):
-    __slots__ = ("score", "book_title", "author", "section_name", "text", "chunk_id", "locator", "book_id", "file_path", "book_key", "language", "parent_id", "sequence_index", "matched_lexically", "link")
+    __slots__ = ("score", "book_title", "author", "section_name", "text", "chunk_id", "locator", "book_id", "file_path", "book_key", "language", "parent_id", "sequence_index", "matched_lexically", "link", "kind", "note")
     SCORE_FIELD_NUMBER: _ClassVar[int]
     BOOK_TITLE_FIELD_NUMBER: _ClassVar[int]
     AUTHOR_FIELD_NUMBER: _ClassVar[int]
@@ -75,6 +88,8 @@ class SearchHit(_message.Message):
     SEQUENCE_INDEX_FIELD_NUMBER: _ClassVar[int]
     MATCHED_LEXICALLY_FIELD_NUMBER: _ClassVar[int]
     LINK_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
     score: float
     book_title: str
     author: str
@@ -90,7 +105,9 @@ class SearchHit(_message.Message):
     sequence_index: int
     matched_lexically: bool
     link: str
-    def __init__(self, score: _Optional[float] = ..., book_title: _Optional[str] = ..., author: _Optional[str] = ..., section_name: _Optional[str] = ..., text: _Optional[str] = ..., chunk_id: _Optional[str] = ..., locator: _Optional[_Union[_common_pb2.Locator, _Mapping]] = ..., book_id: _Optional[int] = ..., file_path: _Optional[str] = ..., book_key: _Optional[str] = ..., language: _Optional[str] = ..., parent_id: _Optional[str] = ..., sequence_index: _Optional[int] = ..., matched_lexically: _Optional[bool] = ..., link: _Optional[str] = ...) -> None: ...
+    kind: str
+    note: str
+    def __init__(self, score: _Optional[float] = ..., book_title: _Optional[str] = ..., author: _Optional[str] = ..., section_name: _Optional[str] = ..., text: _Optional[str] = ..., chunk_id: _Optional[str] = ..., locator: _Optional[_Union[_common_pb2.Locator, _Mapping]] = ..., book_id: _Optional[int] = ..., file_path: _Optional[str] = ..., book_key: _Optional[str] = ..., language: _Optional[str] = ..., parent_id: _Optional[str] = ..., sequence_index: _Optional[int] = ..., matched_lexically: _Optional[bool] = ..., link: _Optional[str] = ..., kind: _Optional[str] = ..., note: _Optional[str] = ...) -> None: ...
 
 class ParentChunk(_message.Message):
     __slots__ = ("parent_id", "book_title", "author", "section_name", "text", "trimmed", "chapter_words", "result_indices")

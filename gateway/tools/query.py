@@ -74,6 +74,14 @@ async def alexandria_query(
         str | None, Field(min_length=1, description="Search only books whose author contains this text.")
     ] = None,
     language: Language = None,
+    search_in: Annotated[
+        Literal["passages", "highlights", "both"],
+        Field(
+            description="passages: the books' text; highlights: what the reader highlighted in Calibre's viewer, "
+            "each with the reader's note (the reader's own picks: ask for them when the user asks what they "
+            "marked or noted); both: ranked together. Each result's `kind` says which it is."
+        ),
+    ] = "passages",
     hypothetical_passage: Annotated[
         str | None,
         Field(
@@ -98,7 +106,8 @@ async def alexandria_query(
     Use this for any question about what the books say. Results come best first, each with the passage text,
     its score, the book, author and chapter (section_name), a locator to cite, and `link`, a URL that opens the
     book at the passage (Calibre's viewer for a Calibre book, the file, at its page for a PDF) to offer the
-    reader. `score` is the passage's
+    reader. With `search_in` it also searches the reader's highlights: a result of `kind` highlight is the text
+    the reader highlighted, with their `note`. `score` is the passage's
     relevance to the question in [0, 1] (meaning and exact words together, or a reranker's judgement when
     one is configured); `threshold` drops passages scoring under it, and `matched_lexically` marks a passage
     kept below it because it contains every word of the query (a name, a rare word). When nothing reaches
@@ -120,6 +129,7 @@ async def alexandria_query(
         author=author or "",
         language=language or "",
         hypothetical_passage=hypothetical_passage or "",
+        search_in=enum_number(query_pb2.SearchIn.DESCRIPTOR, search_in),
     )
     return message_result(await backends(ctx).query.call("Search", request))
 

@@ -15,10 +15,13 @@ How Calibre's data is read, and why:
   stores a comma in an author's name as `|`.
 - Ratings are stored 0-10 (stars x 2); 0 means unrated. Dates are stored in UTC, and
   Calibre's "undefined" date is in the year 101.
+- Highlights are the `annotations` table's rows of type highlight (Calibre 5 and later), their JSON read here;
+  a highlight the reader deleted stays there marked `removed` (Calibre keeps it to merge devices' copies).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import threading
@@ -35,7 +38,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_expo
 
 from alexandria.errors import FailedPrecondition, Unavailable
 from alexandria.settings import CatalogSettings
-from services.catalog.library import Book, BookFile, LibrarySnapshot
+from services.catalog.library import Book, BookFile, Highlight, LibrarySnapshot
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +84,7 @@ class _Rows:
     links: dict[str, list[tuple[int, object]]]  # field -> (book, value) in link id order
     identifiers: list[tuple[int, str, str]]
     data: list[tuple[int, str, str]]
-    highlights: list[tuple[int, int]]  # (book, how many), of the books that have any
+    highlights: list[tuple[int, str, str]]  # (book, format, the highlight's JSON)
 
 
 def metadata_db(root: Path | None) -> Path:
@@ -149,7 +152,7 @@ def _read_rows(database: Path) -> _Rows:
         # Calibre 5 and later keep the viewer's highlights and bookmarks here; an older library has no such table.
         highlights = (
             connection.execute(
-                "SELECT book, COUNT(*) FROM annotations WHERE annot_type = 'highlight' GROUP BY book"
+                "SELECT book, format, annot_data FROM annotations WHERE annot_type = 'highlight' ORDER BY id"
             ).fetchall()
             if "annotations" in tables
             else []
@@ -185,6 +188,24 @@ def _book_file(root: Path, book_path: str, name: str, fmt: str) -> BookFile | No
     return BookFile(format=fmt.upper(), library=root, relative=relative)
 
 
+def _highlight(book_format: str, data: str) -> Highlight | None:
+    """A highlight from its row; None for one the reader deleted, or one whose JSON is not Calibre's."""
+    try:
+        annotation = json.loads(data)
+        if annotation.get("removed") or not annotation.get("highlighted_text"):
+            return None
+        return Highlight(
+            uuid=str(annotation["uuid"]), format=str(book_format).upper(), text=str(annotation["highlighted_text"]),
+            notes=str(annotation.get("notes") or ""),
+            chapter_titles=tuple(str(t) for t in annotation.get("toc_family_titles") or ()),
+            start_cfi=str(annotation.get("start_cfi") or ""), spine_index=int(annotation.get("spine_index") or 0),
+            timestamp=str(annotation.get("timestamp") or ""),
+        )
+    except (ValueError, TypeError, KeyError, AttributeError):
+        log.warning("ignoring a highlight Calibre's viewer did not write: %.200r", data)
+        return None
+
+
 def _build_books(root: Path, rows: _Rows) -> list[Book]:
     # SQLite's values as stored: text, and an integer for a rating.
     many: dict[str, dict[int, list[Any]]] = {name: defaultdict(list) for name in _LINKS}
@@ -207,7 +228,10 @@ def _build_books(root: Path, rows: _Rows) -> list[Book]:
             )
             continue
         files[book_id].append(book_file)
-    highlights = dict(rows.highlights)
+    highlights: dict[int, list[Highlight]] = defaultdict(list)
+    for book_id, book_format, data in rows.highlights:
+        if (highlight := _highlight(book_format, data)) is not None:
+            highlights[book_id].append(highlight)
     books = []
     for book_id, title, _path, author_sort, uuid, pubdate, series_index in rows.books:
         series = many["series"][book_id]
@@ -229,7 +253,7 @@ def _build_books(root: Path, rows: _Rows) -> list[Book]:
                 rating=ratings[0] / 2 if ratings and ratings[0] else None,
                 uuid=uuid or "",
                 files=tuple(sorted(files[book_id], key=lambda f: f.format)),
-                highlights=highlights.get(book_id, 0),
+                highlights=tuple(highlights[book_id]),
             )
         )
     return books

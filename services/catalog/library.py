@@ -33,6 +33,20 @@ class BookFile:
 
 
 @dataclass(frozen=True)
+class Highlight:
+    """A highlight the reader made in Calibre's viewer, as Calibre saved it (its annotations table)."""
+
+    uuid: str
+    format: str  # the book's format it was made in
+    text: str
+    notes: str
+    chapter_titles: tuple[str, ...]  # its chapter and those above it, outermost first
+    start_cfi: str  # within its spine item
+    spine_index: int
+    timestamp: str  # when it was made or last changed, as Calibre wrote it
+
+
+@dataclass(frozen=True)
 class Book:
     """One book's metadata as Calibre holds it."""
 
@@ -50,7 +64,7 @@ class Book:
     rating: float | None  # stars 0-5, None when unrated
     uuid: str
     files: tuple[BookFile, ...]  # sorted by format, as Calibre shows them
-    highlights: int = 0  # the reader's highlights in Calibre's viewer
+    highlights: tuple[Highlight, ...] = ()  # the reader's, made in Calibre's viewer
 
     @property
     def author(self) -> str:

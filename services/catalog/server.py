@@ -31,6 +31,7 @@ from services.catalog.calibre_db import CalibreLibrary, LibraryRead
 from services.catalog.library import (
     Book,
     BookQuery,
+    Highlight,
     LibraryFile,
     LibrarySnapshot,
     ResolvedFile,
@@ -77,7 +78,15 @@ def detail_message(book: Book, missing_formats: tuple[str, ...]) -> catalog_pb2.
         uuid=book.uuid,
         author_sort=book.author_sort,
         missing_formats=missing_formats,
-        highlights=book.highlights,
+        highlights=len(book.highlights),
+    )
+
+
+def highlight_message(highlight: Highlight) -> catalog_pb2.Highlight:
+    return catalog_pb2.Highlight(
+        uuid=highlight.uuid, format=highlight.format, text=highlight.text, notes=highlight.notes,
+        chapter_titles=highlight.chapter_titles, start_cfi=highlight.start_cfi, spine_index=highlight.spine_index,
+        timestamp=highlight.timestamp,
     )
 
 
@@ -233,6 +242,7 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
                 book_id=f.book.id, uuid=f.book.uuid, title=f.book.title, author=f.book.author,
                 format=f.file.format if f.file else "", file_path=str(f.file.path) if f.file else "",
                 size_bytes=f.size_bytes, mtime_ns=f.mtime_ns, authors=f.book.authors, language=f.book.language,
+                highlights=[highlight_message(h) for h in f.book.highlights],
             )
             for f in listed
         ])

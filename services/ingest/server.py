@@ -348,19 +348,24 @@ def sync_result(outcome: SyncOutcome) -> ingest_pb2.SyncResult:
         language_note=plan.language_note,
     )
     failed, skipped = outcome.failed, outcome.skipped
+    done = ("to add", "to remove") if outcome.dry_run else ("added", "removed")
+    highlights = (f"; highlights: {outcome.highlights_added} {done[0]}, {outcome.highlights_removed} {done[1]}"
+                  if outcome.highlights_added or outcome.highlights_removed else "")
     if outcome.dry_run:
-        summary_line = f"🔎 Sync plan: {plan.counts()}; nothing was changed."
+        summary_line = f"🔎 Sync plan: {plan.counts()}{highlights}; nothing was changed."
     else:
         summary_line = (f"🔄 Sync complete in {outcome.seconds:.1f} s: {outcome.added} added, {outcome.replaced} "
                         f"replaced, {len(outcome.removed)} removed, {len(failed)} failed, "
                         f"{len(plan.failed_before) + len(skipped)} skipped, {plan.unchanged + outcome.restamped} "
-                        f"unchanged, {len(plan.no_file)} with no file on disk{plan.staleness()}.")
+                        f"unchanged, {len(plan.no_file)} with no file on disk{plan.staleness()}"
+                        f"{highlights}.")
     return ingest_pb2.SyncResult(
         plan=plan_message, dry_run=outcome.dry_run, added=outcome.added, replaced=outcome.replaced,
         removed=len(outcome.removed),
         failed=[ingest_pb2.SyncBook(book_id=r.book.id, title=r.book.title, reason=r.error or "") for r in failed],
         skipped=[ingest_pb2.SyncBook(book_id=r.book.id, title=r.book.title, reason=r.error or "") for r in skipped],
-        summary=summary_line, seconds=outcome.seconds,
+        summary=summary_line, seconds=outcome.seconds, highlights_added=outcome.highlights_added,
+        highlights_removed=outcome.highlights_removed,
     )
 
 

@@ -8,7 +8,8 @@ then its content hash to be sure) is ingested anew, the new version replacing th
 moment where a search finds it twice or not at all (see BookWriter.write). A book that failed before is
 skipped while its file has the same stamp, so a bad file is not retried on every sync; the failures are kept per collection in a small JSON file
 beside the store. Each book is ingested whole or not at all, so a sync killed at any point and run
-again simply finishes the work. One sync per collection at a time: a lock file says so.
+again simply finishes the work. Then the reader's highlights are brought in step (highlights.py): those of
+the books the collection now holds, as Calibre lists them. One sync per collection at a time: a lock file says so.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from alexandria.v1 import catalog_pb2
 from alexandria.v1.catalog_pb2 import LibraryFile
 from services.ingest.batch import BatchBook, BatchRow, BatchStatus, ingest_batch
 from services.ingest.documents import ChunkingParams
+from services.ingest.highlights import HighlightPlan, HighlightSync
 from services.ingest.pipeline import BookIngestor, BookToIngest
 from services.ingest.progress import Report
 from services.ingest.sources import listed_book
@@ -190,6 +192,8 @@ class SyncOutcome:
     rows: list[BatchRow] = field(default_factory=list)  # each book added or changed
     restamped: int = 0  # changed stamps over the same content: noted, not ingested again
     removed: list[RemovedBook] = field(default_factory=list)
+    highlights_added: int = 0
+    highlights_removed: int = 0
     seconds: float = 0.0
 
     def _rows(self, status: BatchStatus) -> list[BatchRow]:
@@ -246,14 +250,27 @@ class LibrarySync:
                 _, title, _ = await asyncio.to_thread(writer.find_book_key, Filter(must={f.BOOK_KEY: key}), key)
                 removing[key] = title
             outcome = SyncOutcome(plan, removing, request.dry_run)
-            if request.dry_run:
+            highlights = HighlightSync(self.ingestor.store, self.ingestor.embedder, request.collection)
+            if request.dry_run:  # the highlights of the books held now: those added get theirs when they are
+                await self._plan_highlights(highlights, listed, outcome)
                 return outcome
             await self._add_and_replace(request, plan, held, failures, state, writer, outcome, report)
             for n, key in enumerate(plan.remove):
                 outcome.removed.append(await asyncio.to_thread(writer.remove, key, removing[key], ""))
                 report("remove", n + 1, len(plan.remove), f"removed {removing[key]}")
+            highlights_plan = await self._plan_highlights(highlights, listed, outcome)
+            await highlights.apply(highlights_plan)
+            report("highlights", 1, 1, f"{outcome.highlights_added} highlights added, "
+                                       f"{outcome.highlights_removed} removed")
         outcome.seconds = round(time.perf_counter() - started, 2)
         return outcome
+
+    @staticmethod
+    async def _plan_highlights(highlights: HighlightSync, listed: catalog_pb2.ListLibraryFilesResponse,
+                               outcome: SyncOutcome) -> HighlightPlan:
+        plan = await asyncio.to_thread(highlights.plan, list(listed.books))
+        outcome.highlights_added, outcome.highlights_removed = len(plan.add), len(plan.remove)
+        return plan
 
     async def _add_and_replace(self, request: SyncRequest, plan: SyncPlan, held: dict[str, FileVersion | None],
                                failures: dict[str, Failure], state: SyncState, writer: BookWriter,

@@ -21,7 +21,7 @@ def json_size(text: str) -> int:
 # for the field names, numbers and punctuation of its record (measured on responses rendered with
 # proto field names, every field present, then rounded up).
 ENVELOPE_CHARS = 450
-RESULT_FIXED_CHARS = 370
+RESULT_FIXED_CHARS = 390
 PARENT_FIXED_CHARS = 170
 PARENT_CHARS_PER_RESULT_INDEX = 4
 SIBLING_FIXED_CHARS = 130
@@ -36,7 +36,7 @@ ContextT = TypeVar("ContextT", ChapterContext, NeighbourChunk)
 
 def _result_fixed(p: Passage) -> int:
     strings = (p.book_title, p.author, p.section_name, p.locator.chapter_title, p.file_path, p.book_key, p.chunk_id,
-               p.parent_id, p.language)
+               p.parent_id, p.language, p.link, p.kind, p.note)
     return RESULT_FIXED_CHARS + sum(json_size(s) for s in strings)
 
 

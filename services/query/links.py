@@ -7,6 +7,8 @@
   files sit in `<library>/<author>/<title (id)>/`, so the library is the book file's third parent folder.
 - A PDF, Calibre's or a local one: its `file://` URI with `#page=N`, the passage's first page.
 - Any other local file: its `file://` URI.
+- A reader's highlight: Calibre's URL for the format it was made in, opened at its CFI (stored at sync as Calibre's
+  own annotations browser builds it: `epubcfi(/<2 x (spine index + 1)><start CFI>)`).
 """
 
 from __future__ import annotations
@@ -31,10 +33,11 @@ def passage_link(chunk: ChunkRecord) -> str:
     if not book.file_path:
         return ""
     path = Path(book.file_path)
-    if book.format == PDF:
+    book_format = chunk.highlight_format or book.format
+    if book_format == PDF:
         page = f"#page={chunk.page_start}" if chunk.page_start is not None else ""
         return path.as_uri() + page
     if book.calibre_id is None:
         return path.as_uri()
     at = f"?open_at={quote(chunk.open_at, safe='')}" if chunk.open_at else ""
-    return f"calibre://view-book/{calibre_library_id(path)}/{book.calibre_id}/{book.format or path.suffix[1:].upper()}{at}"
+    return f"calibre://view-book/{calibre_library_id(path)}/{book.calibre_id}/{book_format or path.suffix[1:].upper()}{at}"

@@ -24,6 +24,14 @@ class SearchMode(StrEnum):
     LEXICAL = "lexical"
 
 
+class SearchIn(StrEnum):
+    """What a search looks in."""
+
+    PASSAGES = "passages"      # the books' text
+    HIGHLIGHTS = "highlights"  # what the reader highlighted in Calibre's viewer
+    BOTH = "both"
+
+
 @dataclass(frozen=True)
 class Locator:
     chapter_title: str
@@ -54,6 +62,8 @@ class Passage:
     sibling_count: int
     matched_lexically: bool
     link: str = ""  # opens the book at the passage (services/query/links.py)
+    kind: str = "passage"  # or "highlight"
+    note: str = ""  # a highlight's note
 
 
 @dataclass(frozen=True)

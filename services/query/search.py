@@ -15,7 +15,8 @@ exception keeps exact-name queries working where the dense model is weak ("Nethe
 threshold, because a literal match is relevant by definition; it is marked `matched_lexically`.
 
 Only points with `complete` true are searched or fetched, and chapters (`level` parent) are
-never hits: they come back only as context.
+never hits: they come back only as context. The reader's highlights (`level` highlight) are searched when the
+query asks for them, ranked by the same stages as passages; they have no chapter or neighbours to add as context.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from alexandria.store.records import BookRecord, ChunkRecord, CollectionModel, c
 from services.query.budget import fit_to_budget
 from services.query.context import assemble_context, neighbour_key, neighbour_positions
 from services.query.links import passage_link
-from services.query.outcome import ContextMode, Locator, Passage, SearchMode, SearchOutcome
+from services.query.outcome import ContextMode, Locator, Passage, SearchIn, SearchMode, SearchOutcome
 from services.query.ranking import (
     CANDIDATE_POOL,
     PREFETCH,
@@ -64,7 +65,11 @@ from services.query.ranking import (
 # bench/retrieval.py (222 questions over 13 books): hybrid finds more answers in the top five than
 # either mode alone, on both halves; the figures are in the README.
 DEFAULT_SEARCH_MODE = SearchMode.HYBRID
-SEARCHABLE_LEVELS = [f.Level.CHILD.value, f.Level.FLAT.value]
+SEARCHED_LEVELS = {
+    SearchIn.PASSAGES: f.PASSAGE_LEVELS,
+    SearchIn.HIGHLIGHTS: [f.Level.HIGHLIGHT.value],
+    SearchIn.BOTH: [*f.PASSAGE_LEVELS, f.Level.HIGHLIGHT.value],
+}
 
 
 @dataclass(frozen=True)
@@ -109,6 +114,7 @@ class SearchQuery:
     # What the caller expects the answering passage to say, in the book's words (alexandria_query's
     # hypothetical_passage): searched beside the question, never returned.
     passage: str | None = None
+    search_in: SearchIn = SearchIn.PASSAGES
 
 
 @dataclass(frozen=True)
@@ -298,8 +304,8 @@ def newest_versions(hits: list[Hit]) -> list[Hit]:
 
 
 def search_filter(query: SearchQuery) -> Filter:
-    """Complete, searchable (non-chapter) points, narrowed by the query's optional filters."""
-    must: dict[str, Any] = {f.LEVEL: SEARCHABLE_LEVELS}
+    """Complete points of the levels the query searches in, narrowed by its optional filters."""
+    must: dict[str, Any] = {f.LEVEL: SEARCHED_LEVELS[query.search_in]}
     if query.book_id is not None:
         must[f.CALIBRE_ID] = query.book_id
     if query.language:
@@ -363,6 +369,8 @@ def passage_from_payload(chunk_id: str, score: float, payload: dict[str, Any], m
         sibling_count=chunk.sibling_count,
         matched_lexically=matched_lexically,
         link=passage_link(chunk),
+        kind="highlight" if chunk.level == f.Level.HIGHLIGHT else "passage",
+        note=chunk.note,
     )
 
 
@@ -374,6 +382,10 @@ def nothing_matched_notice(query: SearchQuery, best_dropped: float | None) -> st
             if value is not None
         ]
         narrowed = f" with the filters {', '.join(filters)}" if filters else ""
+        if query.search_in is SearchIn.HIGHLIGHTS:
+            return (f"No highlight matched the query{narrowed}: highlights made in Calibre's viewer become searchable "
+                    "at the next sync of their book's library (automatic while the stack runs); search_in "
+                    "passages searches the books' text.")
         return f"No passage matched the query{narrowed}; check the filters, or ingest the books you mean."
     return (
         f"No passage reached the threshold {query.threshold:.2f} (the closest scored {best_dropped:.2f}); "

@@ -23,7 +23,7 @@ from alexandria.store.records import CollectionModel
 from alexandria.v1 import common_pb2, embedder_pb2, query_pb2, query_pb2_grpc
 from services.query.budget import json_size
 from services.query.guardians import Guardian, PromptLibrary, ResponseInstruction
-from services.query.outcome import ContextMode, SearchMode, SearchOutcome
+from services.query.outcome import ContextMode, SearchIn, SearchMode, SearchOutcome
 from services.query.search import (
     DEFAULT_SEARCH_MODE,
     QueryVector,
@@ -41,6 +41,12 @@ _CONTEXT_MODES = {
     query_pb2.CONTEXT_MODE_PRECISE: ContextMode.PRECISE,
     query_pb2.CONTEXT_MODE_CONTEXTUAL: ContextMode.CONTEXTUAL,
     query_pb2.CONTEXT_MODE_COMPREHENSIVE: ContextMode.COMPREHENSIVE,
+}
+_SEARCH_IN = {
+    query_pb2.SEARCH_IN_UNSPECIFIED: SearchIn.PASSAGES,
+    query_pb2.SEARCH_IN_PASSAGES: SearchIn.PASSAGES,
+    query_pb2.SEARCH_IN_HIGHLIGHTS: SearchIn.HIGHLIGHTS,
+    query_pb2.SEARCH_IN_BOTH: SearchIn.BOTH,
 }
 _SEARCH_MODES = {
     query_pb2.SEARCH_MODE_UNSPECIFIED: DEFAULT_SEARCH_MODE,
@@ -94,6 +100,7 @@ def search_query(request: query_pb2.SearchRequest, default_collection: str) -> S
         author=request.author or None,
         language=request.language or None,
         passage=request.hypothetical_passage or None,
+        search_in=_SEARCH_IN.get(request.search_in, SearchIn.PASSAGES),
     )
 
 
@@ -140,6 +147,8 @@ def search_response(outcome: SearchOutcome, instruction: ResponseInstruction) ->
             sequence_index=p.sequence_index,
             matched_lexically=p.matched_lexically,
             link=p.link,
+            kind=p.kind,
+            note=p.note,
         )
         if p.calibre_id is not None:
             hit.book_id = p.calibre_id

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
+import subprocess
 import uuid
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
@@ -26,3 +28,14 @@ def open_for_writing(library: Path) -> Iterator[sqlite3.Connection]:
         connection.create_function("title_sort", 1, lambda title: title)
         connection.create_function("uuid4", 0, lambda: str(uuid.uuid4()))
         yield connection
+
+
+CALIBRE_HIGHLIGHTS = Path(__file__).resolve().parent.parent / "fixtures" / "calibre" / "highlights.py"
+
+
+def edit_highlights(library: Path, verb: str, book_id: int, *args: str) -> None:
+    """Add a highlight to a book, or delete its highlights (`verb` add or remove, args as highlights.py takes
+    them), with Calibre's own API: what its viewer writes into the library."""
+    subprocess.run(["calibre-debug", str(CALIBRE_HIGHLIGHTS), verb, str(library), str(book_id), *args],
+                   check=True, capture_output=True, timeout=120,
+                   env={**os.environ, "QTWEBENGINE_CHROMIUM_FLAGS": "--no-sandbox"})

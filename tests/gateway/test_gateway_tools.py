@@ -183,6 +183,7 @@ MAPPINGS: list[tuple[str, dict[str, Any], str, Message]] = [
             threshold=0.5,
             context_mode=query_pb2.CONTEXT_MODE_PRECISE,
             response_pattern="free",
+            search_in=query_pb2.SEARCH_IN_PASSAGES,
         ),
     ),
     (
@@ -199,6 +200,7 @@ MAPPINGS: list[tuple[str, dict[str, Any], str, Message]] = [
             "book_id": 7,
             "author": "Holl",
             "language": "eng",
+            "search_in": "both",
         },
         "Search",
         query_pb2.SearchRequest(
@@ -213,6 +215,7 @@ MAPPINGS: list[tuple[str, dict[str, Any], str, Message]] = [
             book_id=7,
             author="Holl",
             language="eng",
+            search_in=query_pb2.SEARCH_IN_BOTH,
         ),
     ),
     ("alexandria_guardians", {}, "ListGuardians", query_pb2.ListGuardiansRequest()),

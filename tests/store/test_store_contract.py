@@ -165,6 +165,13 @@ def test_delete_by_filter_returns_how_many_went(library: Store) -> None:
     assert library.count(COLLECTION, Filter(must={f.BOOK_KEY: "pride"})) == 0
 
 
+def test_delete_by_ids_takes_exactly_those_points(library: Store) -> None:
+    assert library.delete(COLLECTION, Filter(ids=(point_id("whale"), point_id("mine")))) == 2
+    assert sorted(names(library.scroll(COLLECTION, None, limit=100))) == ["ball", "harpoon", "letter", "ship"]
+    narrowed = Filter(must={f.BOOK_KEY: "pride"}, ids=(point_id("ball"), point_id("ship")))
+    assert names(library.scroll(COLLECTION, narrowed, limit=100)) == ["ball"]
+
+
 def test_scroll_with_filters_and_limit(library: Store) -> None:
     any_of = library.scroll(COLLECTION, Filter(must={f.BOOK_KEY: ["pride", "germinal"]}), limit=100)
     assert sorted(names(any_of)) == ["ball", "letter", "mine"]
