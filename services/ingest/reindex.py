@@ -50,6 +50,7 @@ from alexandria.store.records import (
 from alexandria.v1 import catalog_pb2
 from services.ingest.batch import BatchBook, BatchRow, BatchStatus, ingest_batch
 from services.ingest.documents import ChunkingParams
+from services.ingest.highlights import HighlightSync
 from services.ingest.pipeline import BookIngestor, BookToIngest
 from services.ingest.progress import Report
 from services.ingest.sources import BookSources
@@ -244,6 +245,7 @@ class CollectionReindex:
             rows = await self._rebuild(plan, state.target, report)
             swap = bool(plan.done) or any(row.status != BatchStatus.FAILED for row in rows) or not held
             if swap:
+                await self._add_highlights(state.target, held)
                 await asyncio.to_thread(store.replace_collection, collection, state.target)
             else:
                 await asyncio.to_thread(store.delete_collection, state.target)
@@ -258,6 +260,15 @@ class CollectionReindex:
         outcome.points = await asyncio.to_thread(store.count, collection, complete())
         outcome.seconds = round(time.perf_counter() - started, 2)
         return outcome
+
+    async def _add_highlights(self, target: str, held: list[BookRecord]) -> None:
+        """The reader's highlights of the rebuilt books, embedded by the new model before the swap: searches
+        of highlights answer on either side of it."""
+        if all(is_local_book_key(book.book_key) for book in held):
+            return
+        listed = await self.catalog.call("ListLibraryFiles", catalog_pb2.ListLibraryFilesRequest())
+        highlights = HighlightSync(self.ingestor.store, self.ingestor.embedder, target)
+        await highlights.apply(await asyncio.to_thread(highlights.plan, list(listed.books)))
 
     async def _gone(self, held: list[BookRecord]) -> dict[str, str]:
         """Book key -> why its source is gone, for each book that cannot be read again."""

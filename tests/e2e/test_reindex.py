@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from catalog.scratch import copy_library
+from catalog.scratch import copy_library, edit_highlights
 from mcp import Client
 
 from alexandria_stack.layout import SAMPLE_LIBRARY as LIBRARY
@@ -56,6 +56,7 @@ async def test_reindex_rebuilds_the_collection_under_the_running_model(tmp_path:
     inbox.mkdir()
     (inbox / "harbour_notes.md").write_text(NOTES)
     data_dir = tmp_path / "var"
+    edit_highlights(library, "add", 1, "The stairs had one hundred and twelve steps.", "counted as a child", "1")
 
     # The torch MiniLM and its int8 quantisation: `auto` would start from `fast` and, once a precision is
     # named, from `baseline` (profiles.py), a change of backend too.
@@ -111,6 +112,10 @@ async def test_reindex_rebuilds_the_collection_under_the_running_model(tmp_path:
         assert not after.get("model_note"), after
         answered, is_error = await query(stack, "hybrid")
         assert not is_error and answered["results"][0]["book_title"] == "Harbour Notes", answered
+        async with Client(stack.mcp_url) as client:  # the reader's highlight came along, embedded anew
+            highlights, is_error = await call(client, "alexandria_query", {
+                "query": "how many steps to the lamp", "search_in": "highlights", "threshold": 0.0})
+        assert not is_error and [r["note"] for r in highlights["results"]] == ["counted as a child"], highlights
     finally:
         assert stack.stop() in (0, 130)
 
