@@ -151,7 +151,22 @@ EmbedderBackend = Literal["torch", "onnx", "openvino"]
 # products in bfloat16 on the CPU's AMX/AVX-512-BF16 units. Each gives other vectors, under a name of its own.
 EmbedderQuantize = Literal["none", "int8", "bf16"]
 # A named model, backend and precision (services/embedder/profiles.py); `auto` picks by device.
-EmbedderProfile = Literal["baseline", "fast", "best", "multilingual", "auto"]
+EmbedderProfile = Literal["baseline", "fast", "best", "multilingual", "gpu", "auto"]
+
+
+class HubSettings(_Env):
+    """Where models named by their Hugging Face id come from (services/embedder/hub.py)."""
+
+    hf_endpoint: str = Field("https://huggingface.co", description="The model hub, or a mirror of it.")
+    hf_token: SecretStr | None = Field(None, description="For gated or private models.")
+    # auto: `alexandria up` fetches a named model that is not installed yet; never: it says the command that does.
+    embedder_fetch: Literal["auto", "never"] = "auto"
+    # Never touch the network, whatever else says (tests and CI set it).
+    alexandria_offline: bool = False
+
+    @property
+    def may_fetch(self) -> bool:
+        return self.embedder_fetch == "auto" and not self.alexandria_offline
 
 
 class EmbedderSettings(_Env):
@@ -160,14 +175,17 @@ class EmbedderSettings(_Env):
         "auto", description="Model, backend and precision by name; EMBEDDER_MODEL, EMBEDDER_BACKEND and "
         "EMBEDDER_QUANTIZE each override the profile's."
     )
-    embedder_model: str | None = Field(None, description="Model path or name; default: the profile's model.")
+    embedder_model: str | None = Field(
+        None, description="A Hugging Face model id (BAAI/bge-m3), a folder, or a package; default: the profile's."
+    )
     embedder_backend: EmbedderBackend | None = Field(
         None, description="torch, onnx or openvino; default: the profile's."
     )
     # Fetched models (scripts/fetch_mpnet.py puts all-mpnet-base-v2 here) and ONNX graphs exported from models.
     embedder_models_dir: Path = Path("var/models")
     embedder_reranker_model: str | None = Field(
-        None, description="A sentence-transformers CrossEncoder folder or package; unset: no reranker."
+        None, description="A cross-encoder's Hugging Face id (BAAI/bge-reranker-v2-m3), folder or package; unset: "
+        "no reranker."
     )
     embedder_device: Literal["auto", "cpu", "cuda"] = "auto"
     # int8 or bf16 (CPU, sentence-transformers models): faster, and other vectors, so the model is named
@@ -186,6 +204,7 @@ class EmbedderSettings(_Env):
         "default: the fixed cost of a forward pass, measured at start-up (what a shared pass saves).",
     )
     embedder_queue_limit: int = Field(20000, ge=1, description="Texts waiting at once in each lane (queries, passages) before RESOURCE_EXHAUSTED.")
+    hub: HubSettings = Field(default_factory=HubSettings)
 
 
 class CatalogSettings(_Env):

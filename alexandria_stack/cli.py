@@ -27,7 +27,7 @@ from google.protobuf.message import Message
 from grpc import aio
 
 from alexandria.book_formats import DEFAULT_PREFERENCE, INGEST_PREFERENCE_WORDS, FormatPreference
-from alexandria.clients import ServiceClient, ServiceHealth, health_status, wait_until_serving
+from alexandria.clients import EmbedderClient, ServiceClient, ServiceHealth, health_status, wait_until_serving
 from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
 from alexandria.enums import enum_word
 from alexandria.errors import AlexandriaError, InternalError, Unavailable
@@ -36,6 +36,7 @@ from alexandria.progress import follow, progress_bar
 from alexandria.settings import (
     ClientSettings,
     CommonSettings,
+    EmbedderSettings,
     GatewaySettings,
     StackSettings,
     StoreSettings,
@@ -126,6 +127,11 @@ async def cmd_status(layout: StackLayout, settings: ClientSettings) -> int:
         if name == "catalog" and status is ServiceHealth.NOT_SERVING and (problem := await library_problem(address, settings)):
             print(f"          {problem}")
     if healthy:
+        embedder = EmbedderClient(layout.address("embedder"), settings)
+        model = await embedder.model_info()
+        await embedder.close()
+        print(f"model      {model.name}: {model.dimension} dims, {model.max_seq_length} tokens, {model.device} "
+              f"{model.dtype}{f'; reranked by {model.reranker}' if model.reranker else ''}")
         query = ServiceClient("query", layout.address("query"), query_pb2_grpc.QueryServiceStub, settings)
         stats = await query.call("GetCollectionStats", query_pb2.GetCollectionStatsRequest())
         print(f"collection {stats.collection_name}: {stats.points_count} points, {stats.books} books, "
@@ -282,6 +288,13 @@ def main(argv: list[str] | None = None) -> None:
     compact.add_argument("--segment-mb", type=int, default=COMPACT_SEGMENT_MB,
                          help=f"the largest merged segment, in MB of vectors (default {COMPACT_SEGMENT_MB})")
     compact.add_argument("--collection", help="default: QDRANT_COLLECTION")
+    models = sub.add_parser("models", help="fetch models by their Hugging Face id, list those fetched")
+    models_sub = models.add_subparsers(dest="models_command", required=True)
+    pull = models_sub.add_parser("pull", help="fetch a model once into EMBEDDER_MODELS_DIR (resumable)")
+    pull.add_argument("model_id", nargs="?", help="as the hub names it, e.g. BAAI/bge-m3; default: those the settings "
+                                                  "(EMBEDDER_PROFILE, EMBEDDER_MODEL, EMBEDDER_RERANKER_MODEL) name")
+    pull.add_argument("--revision", help="a branch, tag or commit (default: main)")
+    models_sub.add_parser("list", help="the models fetched by name: size, revision, dimensions, collections")
     query = sub.add_parser("query", help="ask a question, print cited passages")
     query.add_argument("text")
     query.add_argument("--limit", type=int, default=QUERY_LIMIT.default)
@@ -308,6 +321,15 @@ def main(argv: list[str] | None = None) -> None:
             addresses = {f"{n.upper()}_ADDR": a for n, a in layout.addresses().items()}
             os.execve(sys.executable, [sys.executable, "-m", "gateway", "--transport", "stdio"],
                       {**os.environ, **addresses})
+        elif args.command == "models":
+            from alexandria_stack.models import cmd_list, cmd_pull, fetch_missing
+
+            if args.models_command == "list":
+                code = cmd_list()
+            elif args.model_id:
+                code = cmd_pull(args.model_id, args.revision)
+            else:
+                code = fetch_missing(EmbedderSettings())
         elif args.command == "status":
             code = asyncio.run(cmd_status(layout, clients))
         elif args.command == "sync":

@@ -60,16 +60,18 @@ class Child:
 
 
 def require_embedder_model(layout: StackLayout) -> None:
-    """Refuse, before anything starts, a stack whose embedder's profile needs a model that is not fetched (the
-    embedder would fail on it after the other processes had started). An embedder elsewhere (EMBEDDER_ADDR) has
-    its own."""
+    """Before anything starts: fetch the models the embedder names by hub id that are not installed (when the
+    settings allow it), and refuse a stack whose embedder's model is missing (the embedder would fail on it
+    after the other processes had started). An embedder elsewhere (EMBEDDER_ADDR) has its own."""
     if "embedder" in layout.overrides:
         return
+    from alexandria_stack.models import fetch_missing
     from services.embedder.loading import resolve_device
     from services.embedder.profiles import require_fetched, resolve_profile
 
     settings = EmbedderSettings()
-    require_fetched(resolve_profile(settings, resolve_device(settings.embedder_device)))
+    fetch_missing(settings)
+    require_fetched(resolve_profile(settings, resolve_device(settings.embedder_device)), settings.embedder_models_dir)
 
 
 class StartFailed(Exception):

@@ -313,7 +313,7 @@ def model_slug(configuration: Configuration) -> str:
     settings = configuration.settings()
     device = resolve_device(settings.embedder_device)
     choice = resolve_profile(settings, device)
-    require_fetched(choice)
+    require_fetched(choice, settings.embedder_models_dir)
     suffix = name_suffix(device, choice.backend, choice.quantize)
     return re.sub(r"[^A-Za-z0-9_.+-]+", "_", Path(choice.model or DEFAULT_MODEL_PACKAGE).name) + suffix
 

@@ -22,6 +22,9 @@ SHARED = REPO_ROOT.parent / "shared"
 CORPUS = SHARED / "corpus"
 SHARED_LIBRARY = CORPUS / "calibre-library"
 LOCAL_FILES = CORPUS / "local-files"
+# Tests never touch the network; those of fetching models turn it off against a hub they start on 127.0.0.1.
+os.environ.setdefault("ALEXANDRIA_OFFLINE", "1")
+
 # `backend` and `store`: a test that takes them runs on both store backends.
 pytest_plugins = ["store.backends"]
 

@@ -107,7 +107,7 @@ def test_compact_refuses_a_segment_size_it_cannot_use_in_one_line(tmp_path: Path
 
 
 @pytest.mark.parametrize(("variable", "value", "allowed"), [
-    ("EMBEDDER_PROFILE", "nonsense", "should be 'baseline', 'fast', 'best', 'multilingual' or 'auto'"),
+    ("EMBEDDER_PROFILE", "nonsense", "should be 'baseline', 'fast', 'best', 'multilingual', 'gpu' or 'auto'"),
     ("QDRANT_QUANTIZATION", "bogus", "should be 'none', 'int8' or 'binary'"),
     ("QDRANT_HNSW_EF", "-1", "should be greater than or equal to 4"),
 ])

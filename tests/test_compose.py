@@ -28,6 +28,8 @@ def test_every_service_command_names_a_real_module() -> None:
         importlib.import_module(command[2])
         if command[2] == "services":
             assert set(command[3:]) <= set(SERVICES), name
+        if name == "models":  # runs once, to completion: nothing to check the health of
+            continue
         check = spec["healthcheck"]["test"]
         if "alexandria.healthcheck" in check:
             importlib.import_module("alexandria.healthcheck")
@@ -46,8 +48,8 @@ def test_settings_named_in_compose_exist() -> None:
     from alexandria import settings
 
     known = set()
-    for cls in (settings.CommonSettings, settings.StoreSettings, settings.EmbedderSettings, settings.CatalogSettings,
-                settings.IngestSettings, settings.QuerySettings, settings.GatewaySettings):
+    for cls in (settings.CommonSettings, settings.StoreSettings, settings.EmbedderSettings, settings.HubSettings,
+                settings.CatalogSettings, settings.IngestSettings, settings.QuerySettings, settings.GatewaySettings):
         known |= {f.upper() for f in cls.model_fields}
     for name, spec in _compose()["services"].items():
         if name.startswith("qdrant"):
@@ -62,6 +64,15 @@ def test_every_service_restarts_after_a_crash_and_the_gateway_may_finish_its_cal
         assert spec.get("restart") in ("unless-stopped", "always", "on-failure"), name
     grace = services["gateway"]["stop_grace_period"]
     assert grace.endswith("s") and int(grace[:-1]) > GatewaySettings().gateway_shutdown_grace_s
+
+
+def test_the_embedders_start_on_the_models_a_one_shot_service_fetched_into_their_volume() -> None:
+    services = _compose()["services"]
+    models, embedder = services["models"], services["embedder"]
+    assert models["command"][-2:] == ["models", "pull"] and models["environment"]["EMBEDDER_PROFILE"] == "${EMBEDDER_PROFILE:-gpu}"
+    assert embedder["depends_on"]["models"] == {"condition": "service_completed_successfully"}
+    assert embedder["environment"]["EMBEDDER_MODELS_DIR"] == models["environment"]["EMBEDDER_MODELS_DIR"] == "/models"
+    assert "models:/models" in embedder["volumes"] and "models:/models" in models["volumes"]
 
 
 def test_the_cluster_profile_runs_three_qdrant_nodes_joining_the_first() -> None:

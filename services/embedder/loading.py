@@ -1,5 +1,6 @@
-"""Where a model comes from and how it is loaded: a folder or an installed package (models are never
-downloaded), the device, the prefixes the model was trained with, and the adapter that runs it.
+"""Where a model comes from and how it is loaded: a hub id fetched into EMBEDDER_MODELS_DIR (hub.py), a folder
+or an installed package, always loaded offline; the device, the prefixes the model was trained with, and the
+adapter that runs it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from sentence_transformers import SentenceTransformer
 
 from alexandria.errors import FailedPrecondition
 from alexandria.settings import EmbedderBackend, EmbedderQuantize
+from services.embedder.hub import hub_folder, is_hub_id, pull_command, verify_installed
 from services.embedder.model import EmbeddingModel, Prefixes, TokenEmbeddings, trace_token_embeddings
+from services.embedder.model_folder import check_fits, check_role
 from services.embedder.profiles import MINILM_PACKAGE, ModelChoice, require_fetched
 
 log = logging.getLogger(__name__)
@@ -79,19 +82,32 @@ def _name_from_path(path: Path) -> str:
     return path.name
 
 
-def resolve_model_source(spec: str | None, variable: str = "EMBEDDER_MODEL") -> ModelSource:
-    """Find the model `variable` names: a folder, or an installed package with `get_model_path()`.
+def resolve_model_source(
+    spec: str | None, variable: str = "EMBEDDER_MODEL", models_dir: Path = DEFAULT_MODELS_DIR
+) -> ModelSource:
+    """Find the model `variable` names: a hub id fetched into `models_dir` (and still matching what was fetched),
+    a folder, or an installed package with `get_model_path()`.
 
     Raises FailedPrecondition, naming what was looked for, when the model is not on this machine.
     """
     spec = spec or DEFAULT_MODEL_PACKAGE
+    if is_hub_id(spec):
+        folder = hub_folder(models_dir, spec)
+        if not folder.is_dir():
+            raise FailedPrecondition(
+                f"{variable}={spec} names a model on the Hugging Face hub that is not in {models_dir}: fetch it once "
+                f"with `{pull_command(spec)}` (`alexandria up` fetches it itself, unless EMBEDDER_FETCH=never or "
+                "ALEXANDRIA_OFFLINE is set)."
+            )
+        verify_installed(folder, spec)
+        return ModelSource(path=folder.resolve(), name=spec)
     candidate = Path(spec).expanduser()
     if candidate.is_dir():
         path = candidate.resolve()
         return ModelSource(path=path, name=_name_from_path(path))
     never_downloaded = (
-        f"Models are never downloaded: put the model's folder on this machine and point {variable} at it, "
-        "or install a package that ships it."
+        f"Put the model's folder on this machine and point {variable} at it, name it by its hub id (fetched once "
+        "by `alexandria models pull`), or install a package that ships it."
     )
     if os.sep in spec or spec.startswith((".", "~")):
         raise FailedPrecondition(
@@ -161,6 +177,8 @@ def load_model(
     if threads > 0:
         torch.set_num_threads(threads)
     transformers.logging.disable_progress_bar()
+    facts = check_role(source.path, "embedder", "EMBEDDER_MODEL")
+    check_fits(source.path, facts, device, "EMBEDDER_MODEL")
     try:
         sentence_transformer = SentenceTransformer(str(source.path), device=device, local_files_only=True)
     except (OSError, ValueError) as exc:
@@ -242,5 +260,6 @@ def load_configured_model(
                  "%.1f ms + %.3f ms a token", model.name, model.dimension, model.max_seq_length,
                  model.pass_cost.fixed_s * 1000, model.pass_cost.per_token_s * 1000)
         return model  # type: ignore[return-value]  # the same interface, not the same class
-    require_fetched(choice)
-    return load_model(resolve_model_source(spec), device, threads, choice.quantize, choice.backend, models_dir)
+    require_fetched(choice, models_dir)
+    return load_model(resolve_model_source(spec, models_dir=models_dir), device, threads, choice.quantize,
+                      choice.backend, models_dir)

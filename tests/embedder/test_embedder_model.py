@@ -75,14 +75,14 @@ def test_a_model_folder_is_named_by_its_folder_or_its_hugging_face_cache_repo(tm
 
 def test_a_missing_model_folder_is_a_clear_error_naming_it(tmp_path: Path) -> None:
     missing = tmp_path / "models" / "bge-m3"
-    with pytest.raises(FailedPrecondition, match="never downloaded") as error:
+    with pytest.raises(FailedPrecondition, match="no model folder at .* name it by its hub id") as error:
         resolve_model_source(str(missing))
     assert str(missing) in error.value.message
 
 
-def test_a_hub_name_or_unknown_package_is_refused_not_downloaded() -> None:
-    with pytest.raises(FailedPrecondition, match="no model folder"):
-        resolve_model_source("BAAI/bge-m3")
+def test_a_hub_name_not_fetched_or_an_unknown_package_is_refused_not_downloaded(tmp_path: Path) -> None:
+    with pytest.raises(FailedPrecondition, match="not in .*: fetch it once with `alexandria models pull BAAI/bge-m3`"):
+        resolve_model_source("BAAI/bge-m3", models_dir=tmp_path)
     with pytest.raises(FailedPrecondition, match="neither a folder nor an installed Python package"):
         resolve_model_source("no-such-embedding-package")
     with pytest.raises(FailedPrecondition, match="has no get_model_path"):

@@ -193,7 +193,7 @@ def test_a_missing_model_folder_stops_the_service_at_start_up_naming_it(
         root.handlers[:], root.level = handlers, level
     assert exit_.value.code == 2
     output = capsys.readouterr()
-    assert str(missing) in output.err and "never downloaded" in output.err
+    assert str(missing) in output.err and "no model folder at" in output.err
     assert output.out == ""
 
 

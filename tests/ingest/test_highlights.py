@@ -7,7 +7,13 @@ import numpy as np
 from alexandria.store import schema as f
 from alexandria.store.records import BookRecord, ChunkRecord
 from alexandria.v1 import catalog_pb2
-from services.ingest.highlights import HighlightPlan, highlight_point_id, highlight_points, plan_highlights, viewer_location
+from services.ingest.highlights import (
+    HighlightPlan,
+    highlight_point_id,
+    highlight_points,
+    plan_highlights,
+    viewer_location,
+)
 from services.query.links import passage_link
 
 BOOK = BookRecord("uuid-1", "Emma", "Jane Austen", file_path="/lib/Jane Austen/Emma (1)/Emma - Jane Austen.epub",
