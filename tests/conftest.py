@@ -53,20 +53,8 @@ def shared_corpus() -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real sentence-transformers CrossEncoder folder, built here since no reranker ships in a package:
-    a two-layer BERT classifier with one label, seeded random weights and the default model's tokenizer."""
-    import torch
-    import transformers
+    """A real sentence-transformers CrossEncoder folder, built here since no reranker ships in a package
+    (fixtures/tiny_cross_encoder.py)."""
+    from fixtures.tiny_cross_encoder import build_tiny_cross_encoder
 
-    from services.embedder.loading import resolve_model_source
-
-    tokenizer = transformers.AutoTokenizer.from_pretrained(str(resolve_model_source(None).path))
-    torch.manual_seed(7)
-    config = transformers.BertConfig(
-        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=512, num_labels=1,
-    )
-    folder = tmp_path_factory.mktemp("reranker") / "tiny-cross-encoder"
-    transformers.BertForSequenceClassification(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return build_tiny_cross_encoder(tmp_path_factory.mktemp("reranker") / "tiny-cross-encoder")

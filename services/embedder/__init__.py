@@ -1,8 +1,9 @@
 """embedder
 
-Models are never downloaded: huggingface_hub reads HF_HUB_OFFLINE once, when it is first
-imported, so it is set here, before any embedder module imports it. Loading also passes
-`local_files_only`, in case something imported the hub earlier.
+The embedder loads models offline, from folders on this machine (a model named by its hub id is fetched
+before, by `alexandria models pull` or `alexandria up`: hub.py, which speaks HTTP itself). huggingface_hub
+reads HF_HUB_OFFLINE once, when it is first imported, so it is set here, before any embedder module imports
+it. Loading also passes `local_files_only`, in case something imported the hub earlier.
 
 GOMP_SPINCOUNT is read once too, when torch loads its OpenMP runtime. By default the runtime's
 threads spin for about 3 ms after each forward pass, waiting for more work: on a small machine
