@@ -13,11 +13,6 @@ Rules, for one chapter at a time (chunks never cross chapters):
   places that leave it at least `min_chunk_size` words (a forced break);
 - a chapter's last chunk shorter than `min_chunk_size` joins the one before it
   when the two fit in `max_chunk_size`, so chapters do not end in scraps.
-Only the similarities at the places a break may fall are ever read: after a chunk starts, none until it has
-`min_chunk_size` words. So an ingest embeds only the sentences around those places (`similarities_needed`
-says which, round after round, NaN standing for a similarity not measured), and its chunks are the ones the
-whole book's similarities give; the chunking tools, which compare thresholds over every
-similarity, embed every sentence.
 Hierarchical mode makes each chapter with text a parent of its chunks. A parent
 keeps the chapter's whole text, and its vector is made from `embed_text`: the
 chapter's title path and its first PARENT_EMBED_WORDS words, which fit in the
@@ -30,7 +25,6 @@ parameters give the same chunks.
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -61,11 +55,6 @@ from services.ingest.documents import (
 from services.ingest.segment import MAX_SENTENCE_WORDS
 
 COMPARE_THRESHOLDS = (0.40, 0.45, 0.50, 0.55, 0.60)
-# Each round of asking is a call to the embedder, and a chapter's chunking stops at its first unknown
-# similarity: measured on Pride and Prejudice at the default sizes, nearly every break falls at the first
-# place it may, so each chapter asks for that one similarity, and for the first places of the SPECULATE
-# chunks that follow if it is a break too: 25 rounds became 4, and 19% of its sentences embedded 21%.
-SPECULATE = 16
 PARENT_EMBED_WORDS = 180
 SAMPLE_BREAKS = 3
 MAX_FORCED_SHARE = 0.10
@@ -108,13 +97,6 @@ class _Breaks:
         return sum(1 for k in self.kinds if k is kind)
 
 
-class _Unknown(Exception):
-    """A similarity the chunking needs was not measured."""
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-
-
 class _Sentences:
     """Sentence word counts and chapters as arrays, with prefix sums for O(1) word counts of any run."""
 
@@ -140,21 +122,6 @@ class _Sentences:
     def words_between(self, start: int, end: int) -> int:
         return int(self.prefix[end] - self.prefix[start])
 
-    def similarity(self, index: int) -> float:
-        """similarities[index], or _Unknown when it was not measured."""
-        value = float(self.similarities[index])
-        if math.isnan(value):
-            raise _Unknown(index)
-        return value
-
-    def weakest_link(self, start: int, end: int) -> int:
-        """The index of the lowest of similarities[start:end], or _Unknown at the first not measured."""
-        window = self.similarities[start:end]
-        unknown = np.flatnonzero(np.isnan(window))
-        if len(unknown):
-            raise _Unknown(start + int(unknown[0]))
-        return start + int(np.argmin(window))
-
     def chapter_runs(self) -> list[tuple[int, int]]:
         """[start, end) of each chapter's sentences."""
         cuts = np.flatnonzero(~self.within) + 1
@@ -173,66 +140,36 @@ def _forced_break(run: _Sentences, chunk_start: int, next_sentence: int, params:
     lowest = max(lowest, chunk_start + 1)
     if lowest >= next_sentence:
         return next_sentence
-    # the similarity before each candidate start
-    return run.weakest_link(lowest - 1, next_sentence) + 1
-
-
-def _chapter_breaks(run: _Sentences, chapter_start: int, chapter_end: int, params: ChunkingParams,
-                    starts: list[int], kinds: list[BreakKind]) -> None:
-    """Append one chapter's chunk starts, and why each is one, to `starts` and `kinds`."""
-    first_of_chapter = len(starts)
-    starts.append(chapter_start)
-    kinds.append(BreakKind.CHAPTER)
-    for i in range(chapter_start + 1, chapter_end):
-        chunk_start = starts[-1]
-        if run.words_between(chunk_start, i) >= params.min_chunk_size and run.similarity(i - 1) < params.threshold:
-            starts.append(i)
-            kinds.append(BreakKind.SEMANTIC)
-        elif run.words_between(chunk_start, i + 1) > params.max_chunk_size:
-            starts.append(_forced_break(run, chunk_start, i, params))
-            kinds.append(BreakKind.FORCED)
-    if (
-        len(starts) - first_of_chapter > 1
-        and run.words_between(starts[-1], chapter_end) < params.min_chunk_size
-        and run.words_between(starts[-2], chapter_end) <= params.max_chunk_size
-    ):
-        starts.pop()
-        kinds.pop()
+    window = run.similarities[lowest - 1 : next_sentence]  # similarity before each candidate start
+    return lowest + int(np.argmin(window))
 
 
 def _breaks(run: _Sentences, params: ChunkingParams) -> _Breaks:
     starts: list[int] = []
     kinds: list[BreakKind] = []
     for chapter_start, chapter_end in run.chapter_runs():
-        _chapter_breaks(run, chapter_start, chapter_end, params, starts, kinds)
+        first_of_chapter = len(starts)
+        starts.append(chapter_start)
+        kinds.append(BreakKind.CHAPTER)
+        for i in range(chapter_start + 1, chapter_end):
+            chunk_start = starts[-1]
+            if (
+                run.words_between(chunk_start, i) >= params.min_chunk_size
+                and run.similarities[i - 1] < params.threshold
+            ):
+                starts.append(i)
+                kinds.append(BreakKind.SEMANTIC)
+            elif run.words_between(chunk_start, i + 1) > params.max_chunk_size:
+                starts.append(_forced_break(run, chunk_start, i, params))
+                kinds.append(BreakKind.FORCED)
+        if (
+            len(starts) - first_of_chapter > 1
+            and run.words_between(starts[-1], chapter_end) < params.min_chunk_size
+            and run.words_between(starts[-2], chapter_end) <= params.max_chunk_size
+        ):
+            starts.pop()
+            kinds.pop()
     return _Breaks(np.array(starts, dtype=np.int64), tuple(kinds))
-
-
-def unknown_similarities(count: int) -> np.ndarray:
-    """Similarities of `count` sentences, none measured yet (for `similarities_needed`)."""
-    return np.full(max(count - 1, 0), np.nan)
-
-
-def similarities_needed(sentences: Sequence[Sentence], similarities: np.ndarray, params: ChunkingParams) -> list[int]:
-    """Which similarities (index i: sentence i to i + 1) to measure next so that chunking at `params` can go on;
-    [] once `similarities` (NaN where not measured) hold every one it reads. Each chapter stopped at an unknown
-    similarity asks for it and the LOOKAHEAD after it, within the chapter."""
-    run = _Sentences(sentences, similarities)
-    needed: list[int] = []
-    for chapter_start, chapter_end in run.chapter_runs():
-        try:
-            _chapter_breaks(run, chapter_start, chapter_end, params, [], [])
-        except _Unknown as stopped:
-            needed.append(stopped.index)
-            start = stopped.index + 1  # if it is a break, the next chunk starts there
-            for _ in range(SPECULATE):
-                first_place = int(np.searchsorted(run.prefix, run.prefix[start] + params.min_chunk_size, side="left"))
-                if first_place >= chapter_end:
-                    break
-                if np.isnan(similarities[first_place - 1]):
-                    needed.append(first_place - 1)
-                start = first_place
-    return needed
 
 
 def _head_words(text: str, words: int) -> str:

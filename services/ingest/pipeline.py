@@ -1,16 +1,13 @@
 """Ingest as explicit stages: extract -> segment -> embed sentences -> chunk -> embed windows -> embed
 parents -> write.
 
-Sentences are embedded first, only where a chunk break may fall: the neighbour similarities that place
-the breaks (measured from the model's similarity floor) are read only once a chunk has its minimum words,
-so the chunker says, round after round, which it needs (chunking.similarities_needed), and the rest of the
-sentences are never embedded on their own (about four in five at the default sizes). Each passage is then
-embedded as windows that fit the model, each starting with the book's title and the passage's chapter (the
-embedder cuts them in its own tokens): its window vectors, which ranking compares with the question, see
-the whole passage in context, where a sentence alone has lost it (bench/windows.py measured both), and
-their normalised mean is its dense vector, which the first stage searches. The chapter parents are
-embedded from a bounded opening. The chunking tools (test and compare thresholds) embed every sentence:
-they show every similarity.
+Sentences are embedded first: the neighbour similarities that place the chunk breaks (measured from
+the model's similarity floor) and each chunk's dense vector (the normalised mean of its sentences'
+vectors, which covers the whole chunk where a direct embedding would stop at the model's window) come
+from them. Each passage is then embedded again as windows that fit the model, each starting with the
+book's title and the passage's chapter (the embedder cuts them in its own tokens): its window vectors,
+which ranking compares with the question, see the whole passage in context, where a sentence alone has
+lost it (bench/windows.py measured both). The chapter parents are embedded from a bounded opening.
 
 `BookIngestor` runs them for one book and reports progress through a `Report`
 callback; the servicer turns reports into a stream. Blocking work (reading files,
@@ -38,14 +35,7 @@ from alexandria.languages import language_code
 from alexandria.progress import progress_bar
 from alexandria.store import Store
 from alexandria.store.records import BookRecord
-from services.ingest.chunking import (
-    chunk_book,
-    compare_thresholds,
-    sample_chunks,
-    similarities_needed,
-    unknown_similarities,
-    validate_params,
-)
+from services.ingest.chunking import chunk_book, compare_thresholds, sample_chunks, validate_params
 from services.ingest.documents import (
     Chunk,
     ChunkingParams,
@@ -182,8 +172,8 @@ class BookIngestor:
             report("embed windows", done, len(passages), f"embedded the windows of {done:,} of {len(passages):,} passages")
         return vectors
 
-    async def _read(self, source: BookToIngest, report: Report) -> tuple[ExtractedBook, list[Sentence]]:
-        """Extract and segment the book."""
+    async def prepare(self, source: BookToIngest, report: Report) -> PreparedBook:
+        """Extract, segment and embed the sentences once: what chunking at any threshold needs."""
         report("extract", 0, 1, f"reading {source.path.name}")
         ocr = ocr_options(report, source.language, self.ocr)
         book = source.extracted
@@ -196,33 +186,10 @@ class BookIngestor:
                 f"{source.path.name} has no text to index (no sentences were found); "
                 "if it is a scanned book it needs OCR first."
             )
-        return book, sentences
-
-    async def prepare(self, source: BookToIngest, report: Report) -> PreparedBook:
-        """Extract, segment and embed every sentence once: what chunking at any threshold needs."""
-        book, sentences = await self._read(source, report)
         floor = (await self.embedder.model_info()).similarity_floor
         vectors, _ = await self._embed(sentence_texts(sentences), "embed sentences", report)
         cosines = np.einsum("ij,ij->i", vectors[:-1], vectors[1:]) if len(vectors) > 1 else np.zeros(0)
         return PreparedBook(book, sentences, vectors, above_floor(cosines, floor).astype(np.float32))
-
-    async def _break_similarities(self, sentences: list[Sentence], params: ChunkingParams,
-                                  report: Report) -> tuple[np.ndarray, int]:
-        """The neighbour similarities chunking at `params` reads (NaN for the others), and how many sentences
-        were embedded to measure them: round after round, those around the places a break may fall."""
-        floor = (await self.embedder.model_info()).similarity_floor
-        texts = sentence_texts(sentences)
-        similarities = unknown_similarities(len(sentences))
-        vectors: dict[int, np.ndarray] = {}
-        while needed := similarities_needed(sentences, similarities, params):
-            wanted = sorted({j for i in needed for j in (i, i + 1)} - vectors.keys())
-            vectors.update(zip(wanted, (await self.embedder.embed_many([texts[j] for j in wanted])).vectors,
-                               strict=True))
-            cosines = np.array([float(vectors[i] @ vectors[i + 1]) for i in needed])
-            similarities[needed] = above_floor(cosines, floor)
-            report("embed sentences", len(vectors), len(sentences),
-                   f"embedded {len(vectors):,} of {len(sentences):,} sentences, where a break may fall")
-        return similarities, len(vectors)
 
     async def preview(self, source: BookToIngest, params: ChunkingParams, report: Report) -> tuple[PreparedBook, ChunkingPreview]:
         prepared = await self.prepare(source, report)
@@ -274,16 +241,15 @@ class BookIngestor:
             )
             outcome.steps.append(f"📖 Found: '{title}' by {outcome.author or 'unknown author'} "
                                  f"({source.format}, {outcome.file_size_mb} MB)")
-            extracted, sentences = await self._read(source, report)
-            outcome.language = outcome.language or language_code(extracted.language or "")
-            outcome.steps.append(f"📄 Extracted {len(extracted.chapters)} chapters "
-                                 f"({extracted.chapter_source}), {extracted.word_count:,} words, "
-                                 f"{len(sentences):,} sentences")
-            if extracted.ocr_missing_language:
-                outcome.steps.append("⚠️ " + missing_language_notice(extracted.ocr_missing_language,
-                                                                      len(extracted.ocr_pages)))
-            similarities, embedded_sentences = await self._break_similarities(sentences, params, report)
-            chunked = chunk_book(extracted, sentences, similarities, params, hierarchical)
+            prepared = await self.prepare(source, report)
+            outcome.language = outcome.language or language_code(prepared.book.language or "")
+            outcome.steps.append(f"📄 Extracted {len(prepared.book.chapters)} chapters "
+                                 f"({prepared.book.chapter_source}), {prepared.book.word_count:,} words, "
+                                 f"{len(prepared.sentences):,} sentences")
+            if prepared.book.ocr_missing_language:
+                outcome.steps.append("⚠️ " + missing_language_notice(prepared.book.ocr_missing_language,
+                                                                      len(prepared.book.ocr_pages)))
+            chunked = chunk_book(prepared.book, prepared.sentences, prepared.similarities, params, hierarchical)
             outcome.chunks, outcome.parents = len(chunked.chunks), len(chunked.parents)
             outcome.steps.append(
                 f"✂️ Cut {outcome.chunks:,} chunks" + (f" under {outcome.parents} chapters" if hierarchical else "")
@@ -293,13 +259,12 @@ class BookIngestor:
             parent_vectors, outcome.truncated = await self._embed(
                 [p.embed_text for p in chunked.parents], "embed parents", report)
             outcome.steps.append(
-                f"🧠 Embedded {embedded_sentences:,} sentences (where a break may fall), "
-                f"{sum(len(w) for w in window_vectors):,} passage windows and {len(chunked.parents)} chapter "
-                f"openings with {model.name} on {model.device}"
+                f"🧠 Embedded {len(prepared.sentences):,} sentences, {sum(len(w) for w in window_vectors):,} "
+                f"passage windows and {len(chunked.parents)} chapter openings with {model.name} on {model.device}"
             )
             book = BookRecord(
                 book_key=source.book_key, title=outcome.title, author=outcome.author, authors=source.authors,
-                language=outcome.language, file_path=str(source.path), format=extracted.format,
+                language=outcome.language, file_path=str(source.path), format=prepared.book.format,
                 calibre_id=source.calibre_id, model=model.name, dimension=model.dimension,
                 chunking=params.to_stored(hierarchical),
                 ingested_at=datetime.now(UTC).isoformat(timespec="seconds"), version=time.time_ns(),
@@ -307,8 +272,8 @@ class BookIngestor:
             )
             # A PDF's passages are opened at their page; the other formats' by their first words.
             open_at = [] if book.format == BookFormat.PDF else viewer_locations(
-                "\n".join(chapter.text for chapter in extracted.chapters), [c.text for c in chunked.chunks])
-            points = build_points(book, chunked, window_vectors, parent_vectors, open_at)
+                "\n".join(chapter.text for chapter in prepared.book.chapters), [c.text for c in chunked.chunks])
+            points = build_points(book, chunked, prepared.vectors, window_vectors, parent_vectors, open_at)
             report("write", 0, len(points), f"writing {len(points):,} points")
             await asyncio.to_thread(writer.write, book.book_key, book.version, points)
             report("write", len(points), len(points), f"wrote {len(points):,} points")

@@ -45,18 +45,19 @@ def lexical_vector(level: f.Level, text: str) -> SparseVector | None:
     return None if level == f.Level.PARENT else encode_document(text)
 
 
-def build_points(book: BookRecord, chunked: ChunkedBook, window_vectors: Sequence[np.ndarray],
-                 parent_vectors: np.ndarray, open_at: Sequence[str] = ()) -> list[StoredPoint]:
+def build_points(book: BookRecord, chunked: ChunkedBook, sentence_vectors: np.ndarray,
+                 window_vectors: Sequence[np.ndarray], parent_vectors: np.ndarray,
+                 open_at: Sequence[str] = ()) -> list[StoredPoint]:
     """Every point of one version of a book, children first then parents, all written with `complete` false.
-    A passage's dense vector is the normalised mean of its window vectors; it keeps them too, and its place for
-    Calibre's viewer when `open_at` has one (in chunk order)."""
+    A passage's dense vector is the normalised mean of its sentences' vectors; it keeps its window vectors, and
+    its place for Calibre's viewer when `open_at` has one (in chunk order)."""
     parent_ids = [point_id(book.book_key, book.version, f.Level.PARENT, n) for n in range(len(chunked.parents))]
     points = []
     for n, chunk in enumerate(chunked.chunks):
         record = _record(book, chunk, chunk.level, chunk.sibling_count, sequence_index=chunk.sequence_index,
                          parent_id=None if chunk.parent_index is None else parent_ids[chunk.parent_index],
                          open_at=open_at[n] if open_at else "")
-        centroid = window_vectors[n].mean(axis=0)
+        centroid = sentence_vectors[chunk.first_sentence : chunk.end_sentence].mean(axis=0)
         points.append(StoredPoint(point_id(book.book_key, book.version, str(chunk.level), n),
                                   centroid / np.linalg.norm(centroid), lexical_vector(chunk.level, chunk.text),
                                   record.to_payload(), window_vectors[n]))

@@ -19,8 +19,6 @@ from services.ingest.chunking import (
     compare_thresholds,
     recommend_threshold,
     sample_chunks,
-    similarities_needed,
-    unknown_similarities,
     validate_params,
 )
 from services.ingest.documents import (
@@ -273,20 +271,3 @@ def test_a_book_without_sentences_gives_no_chunks() -> None:
     report = compare_thresholds(sentences, np.empty(0))
     assert report.total_sentences == 0 and report.recommendation == 0.55
     assert sample_chunks(chunked).stats.total_chunks == 0
-
-
-@pytest.mark.parametrize("params", [_params(0.55, 200, 1200), _params(0.5, 100, 300), _params(0.3, 30, 120)])
-def test_the_similarities_chunking_asks_for_give_the_chunks_every_similarity_gives(params: ChunkingParams) -> None:
-    rng = np.random.default_rng(11)
-    book, sentences = _book([list(rng.integers(3, 40, size=n)) for n in (180, 7, 60, 1, 240)])
-    measured = rng.uniform(0.1, 0.9, len(sentences) - 1)
-    lazy, rounds = unknown_similarities(len(sentences)), 0
-    while needed := similarities_needed(sentences, lazy, params):
-        assert np.isnan(lazy[needed]).all(), "nothing is asked for twice"
-        lazy[needed] = measured[needed]
-        rounds += 1
-    assert chunk_book(book, sentences, lazy, params) == chunk_book(book, sentences, measured, params)
-    asked = 1 - np.isnan(lazy).mean()
-    print(f"min {params.min_chunk_size}: {asked:.0%} of the similarities measured, in {rounds} rounds")
-    if params == _params(0.55, 200, 1200):  # the defaults: most places are inside a chunk's minimum
-        assert asked < 0.5
