@@ -201,16 +201,18 @@ class ResolveBookFileRequest(_message.Message):
     def __init__(self, book_id: _Optional[int] = ..., format_preference: _Optional[_Union[_common_pb2.FormatPreference, str]] = ...) -> None: ...
 
 class ResolveBookFileResponse(_message.Message):
-    __slots__ = ("book", "format", "file_path", "file_size_bytes")
+    __slots__ = ("book", "format", "file_path", "file_size_bytes", "highlights")
     BOOK_FIELD_NUMBER: _ClassVar[int]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
     FILE_PATH_FIELD_NUMBER: _ClassVar[int]
     FILE_SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    HIGHLIGHTS_FIELD_NUMBER: _ClassVar[int]
     book: BookDetail
     format: str
     file_path: str
     file_size_bytes: int
-    def __init__(self, book: _Optional[_Union[BookDetail, _Mapping]] = ..., format: _Optional[str] = ..., file_path: _Optional[str] = ..., file_size_bytes: _Optional[int] = ...) -> None: ...
+    highlights: _containers.RepeatedCompositeFieldContainer[Highlight]
+    def __init__(self, book: _Optional[_Union[BookDetail, _Mapping]] = ..., format: _Optional[str] = ..., file_path: _Optional[str] = ..., file_size_bytes: _Optional[int] = ..., highlights: _Optional[_Iterable[_Union[Highlight, _Mapping]]] = ...) -> None: ...
 
 class ListLibraryFilesRequest(_message.Message):
     __slots__ = ("format_preference",)

@@ -225,6 +225,7 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
             format=resolved.format,
             file_path=str(resolved.path),
             file_size_bytes=resolved.size_bytes,
+            highlights=[highlight_message(h) for h in resolved.book.highlights],
         )
 
     async def ListLibraryFiles(

@@ -7,13 +7,16 @@ either. A sync brings them in step with the library: `plan_highlights` compares 
 (ListLibraryFiles carries them) with the ones the collection holds, by point id, which changes with the
 highlight's edit time and with the version of its book; so a highlight changed in Calibre, or whose book was
 ingested anew, is written anew and the old point deleted. Only books the collection holds whole get theirs.
+A Calibre book ingested on its own gets its highlights right after it is written (`plan_for`): the catalog
+hands them over with its file.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,7 +26,7 @@ from alexandria.store import Filter, Store, StoredPoint
 from alexandria.store import schema as f
 from alexandria.store.records import BookRecord, ChunkRecord, complete
 from alexandria.v1 import catalog_pb2
-from services.ingest.pipeline import WINDOW_OVERLAP_TOKENS, window_header
+from services.ingest.documents import WINDOW_OVERLAP_TOKENS, window_header
 from services.ingest.writer import POINT_NAMESPACE, UPSERT_BATCH, lexical_vector
 
 
@@ -96,6 +99,12 @@ class HighlightSync:
         held = self.store.scroll(self.collection, Filter(must={f.LEVEL: f.Level.HIGHLIGHT.value}), limit=1_000_000)
         return plan_highlights(listed, self._books([entry.uuid for entry in listed if entry.highlights]),
                                [point.id for point in held])
+
+    def plan_for(self, book: BookRecord, highlights: Sequence[catalog_pb2.Highlight]) -> HighlightPlan:
+        """What to write of the highlights of one book just written whole (a new version: none of its own yet)."""
+        written = dataclasses.replace(book, complete=True)
+        return plan_highlights([catalog_pb2.LibraryFile(uuid=book.book_key, highlights=highlights)],
+                               {book.book_key: written}, held=[])
 
     def _books(self, keys: list[str]) -> dict[str, BookRecord]:
         """The record of each of these books the collection holds whole (its newest version)."""

@@ -35,17 +35,21 @@ from alexandria.languages import language_code
 from alexandria.progress import progress_bar
 from alexandria.store import Store
 from alexandria.store.records import BookRecord
+from alexandria.v1 import catalog_pb2
 from services.ingest.chunking import chunk_book, compare_thresholds, sample_chunks, validate_params
 from services.ingest.documents import (
+    WINDOW_OVERLAP_TOKENS,
     Chunk,
     ChunkingParams,
     ChunkingPreview,
     ExtractedBook,
     Sentence,
     ThresholdReport,
+    window_header,
 )
 from services.ingest.extract import extract_book
 from services.ingest.extract.ocr import NO_OPTIONS, OcrOptions, missing_language_notice
+from services.ingest.highlights import HighlightSync
 from services.ingest.locations import viewer_locations
 from services.ingest.progress import Report
 from services.ingest.segment import segment, sentence_texts
@@ -56,10 +60,6 @@ log = logging.getLogger(__name__)
 # Texts per embedder call while embedding a book: big enough to keep the model's batches
 # full, small enough that progress moves every second or two on a CPU.
 EMBED_SLICE = 1024
-# Tokens consecutive windows of a passage share, so that a sentence cut by one window's end is whole in
-# the next: a quarter of MiniLM's 256 (bench/windows.py: overlaps of 0, 64 and 128 within noise of each
-# other on the tuning half).
-WINDOW_OVERLAP_TOKENS = 64
 BYTES_PER_MB = 1024 * 1024
 
 
@@ -75,6 +75,7 @@ class BookToIngest:
     language: str | None = None
     calibre_id: int | None = None
     extracted: ExtractedBook | None = None  # already read (local files are read once for their metadata)
+    highlights: tuple[catalog_pb2.Highlight, ...] = ()  # a Calibre book's, made in Calibre's viewer
 
     @property
     def format(self) -> str:
@@ -84,11 +85,6 @@ class BookToIngest:
     @property
     def size_mb(self) -> float:
         return round(self.file_version.stamp.size / BYTES_PER_MB, 2)
-
-
-def window_header(title: str, chapter: str) -> str:
-    """What every window of a passage starts with: the book's title and the passage's chapter or scene."""
-    return f"{title}, {chapter}\n" if chapter else f"{title}\n"
 
 
 @dataclass(frozen=True)
@@ -118,6 +114,7 @@ class IngestOutcome:
     file_path: str
     chunks: int = 0
     parents: int = 0
+    highlights: int = 0  # the reader's, written with the book
     truncated: int = 0
     seconds: float = 0.0
     steps: list[str] = field(default_factory=list)
@@ -278,6 +275,11 @@ class BookIngestor:
             await asyncio.to_thread(writer.write, book.book_key, book.version, points)
             report("write", len(points), len(points), f"wrote {len(points):,} points")
             outcome.steps.append(f"💾 Wrote {len(points):,} points to '{collection}'")
+            if source.highlights:
+                highlights = HighlightSync(self.store, self.embedder, collection)
+                await highlights.apply(highlights.plan_for(book, source.highlights))
+                outcome.highlights = len(source.highlights)
+                outcome.steps.append(f"🖍️ Made the reader's highlights searchable ({len(source.highlights)})")
             outcome.steps.append("✅ Successfully ingested!")
         finally:
             self._in_progress.discard(key)

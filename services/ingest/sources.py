@@ -36,7 +36,7 @@ async def listed_book(entry: catalog_pb2.LibraryFile) -> BookToIngest:
     asked again, and the version recorded is the one read even when the file changed since it was listed."""
     path = Path(entry.file_path)
     return BookToIngest(path, await read_version(path, entry.format), entry.uuid, entry.title,
-                        tuple(entry.authors), entry.language or None, entry.book_id)
+                        tuple(entry.authors), entry.language or None, entry.book_id, highlights=tuple(entry.highlights))
 
 
 class BookSources:
@@ -50,7 +50,8 @@ class BookSources:
         resolved = await self.catalog.call("ResolveBookFile", request)
         book, path = resolved.book, Path(resolved.file_path)
         version = await read_version(path, resolved.format)
-        return BookToIngest(path, version, book.uuid, book.title, tuple(book.authors), book.language or None, book.id)
+        return BookToIngest(path, version, book.uuid, book.title, tuple(book.authors), book.language or None, book.id,
+                            highlights=tuple(resolved.highlights))
 
     async def resolve_for_batch(self, book: BatchBook, preference: FormatPreference) -> tuple[BatchBook, BookToIngest]:
         """A book of a batch, named as the library names it, and its file."""

@@ -8,8 +8,8 @@ then its content hash to be sure) is ingested anew, the new version replacing th
 moment where a search finds it twice or not at all (see BookWriter.write). A book that failed before is
 skipped while its file has the same stamp, so a bad file is not retried on every sync; the failures are kept per collection in a small JSON file
 beside the store. Each book is ingested whole or not at all, so a sync killed at any point and run
-again simply finishes the work. Then the reader's highlights are brought in step (highlights.py): those of
-the books the collection now holds, as Calibre lists them. One sync per collection at a time: a lock file says so.
+again simply finishes the work. A book ingested brings the reader's highlights with it; then those of every
+book the collection holds are brought in step with Calibre's (highlights.py). One sync per collection at a time: a lock file says so.
 """
 
 from __future__ import annotations
@@ -251,8 +251,9 @@ class LibrarySync:
                 removing[key] = title
             outcome = SyncOutcome(plan, removing, request.dry_run)
             highlights = HighlightSync(self.ingestor.store, self.ingestor.embedder, request.collection)
-            if request.dry_run:  # the highlights of the books held now: those added get theirs when they are
+            if request.dry_run:  # and the highlights the books to add or replace bring with them
                 await self._plan_highlights(highlights, listed, outcome)
+                outcome.highlights_added += sum(len(book.highlights) for book in [*plan.add, *plan.change])
                 return outcome
             await self._add_and_replace(request, plan, held, failures, state, writer, outcome, report)
             for n, key in enumerate(plan.remove):
@@ -269,7 +270,8 @@ class LibrarySync:
     async def _plan_highlights(highlights: HighlightSync, listed: catalog_pb2.ListLibraryFilesResponse,
                                outcome: SyncOutcome) -> HighlightPlan:
         plan = await asyncio.to_thread(highlights.plan, list(listed.books))
-        outcome.highlights_added, outcome.highlights_removed = len(plan.add), len(plan.remove)
+        outcome.highlights_added += len(plan.add)
+        outcome.highlights_removed += len(plan.remove)
         return plan
 
     async def _add_and_replace(self, request: SyncRequest, plan: SyncPlan, held: dict[str, FileVersion | None],
@@ -291,6 +293,7 @@ class LibrarySync:
                     return 0
             ingested = await self.ingestor.ingest(source, request.collection, request.params, request.hierarchical,
                                                   book_report, replace=source.calibre_id in changed)
+            outcome.highlights_added += ingested.highlights
             return ingested.chunks
 
         def remember(row: BatchRow) -> None:

@@ -69,3 +69,19 @@ async def test_highlights_are_searchable_with_their_note_and_link_and_follow_cal
         print(f"highlights found: {best['text']!r} ({best['score']:.2f}); after removal: {gone['notice']}")
     finally:
         stack.stop()
+
+
+async def test_a_book_ingested_on_its_own_brings_its_highlights(tmp_path) -> None:
+    library = copy_library(LIBRARY, tmp_path / "library")
+    edit_highlights(library, "add", 1, STAIRS, STAIRS_NOTE, "1", "Chapter 2. The Lamp")
+    stack = start_stack(tmp_path / "var", library)  # no automatic sync: only the ingest below writes
+    try:
+        async with Client(stack.mcp_url) as client:
+            ingested, is_error = await call(client, "alexandria_ingest", {"book_id": 1})
+        assert not is_error and "🖍️ Made the reader's highlights searchable (1)" in ingested["steps"], ingested
+        found = await search(stack, "highlights")
+        assert [(r["text"], r["note"]) for r in found["results"]] == [(STAIRS, STAIRS_NOTE)], found
+        planned = stack.cli("sync", "--dry-run")
+        assert "highlights" not in planned.stdout.split("Sync plan:")[-1], planned  # nothing left to do
+    finally:
+        stack.stop()

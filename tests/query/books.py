@@ -15,7 +15,7 @@ from alexandria.clients import EmbedderClient
 from alexandria.store import StoredPoint
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_document
-from services.ingest.pipeline import WINDOW_OVERLAP_TOKENS, window_header
+from services.ingest.documents import WINDOW_OVERLAP_TOKENS, window_header
 from services.ingest.writer import point_id
 
 
