@@ -10,7 +10,8 @@ proves it: it runs the store's own compaction on the embedded store, which only 
   alexandria sync [--dry-run] [--retry-failed]   add new Calibre books, remove deleted ones
   alexandria reindex [--collection C]            rebuild a collection under the running model
   alexandria compact [--segment-mb N]            merge the embedded store's segments (the stack stopped)
-  alexandria query "who is Mr. Darcy?"           print cited passages
+  alexandria query "who is Mr. Darcy?"           print cited passages (--in highlights: your own)
+  alexandria models pull BAAI/bge-m3 | list      fetch a model by its hub id once; what is installed
 """
 
 from __future__ import annotations
