@@ -39,7 +39,9 @@ class ProgressLine:
               flush=True)
 
     def finish(self) -> None:
-        print(file=sys.stderr)
+        """End the progress line, if one was drawn."""
+        if self.drawn:
+            print(file=sys.stderr)
 
 
 def cmd_pull(model_id: str, revision: str | None) -> int:
