@@ -59,6 +59,7 @@ from services.query.ranking import (
     first_stage_terms,
     hinted_order,
     measure,
+    passage_say,
     relevance,
 )
 
@@ -81,6 +82,13 @@ class QueryVector:
     model: str
     similarity_floor: float = 0.0
     passage_vector: np.ndarray | None = None
+
+    @property
+    def passage_say(self) -> float:
+        """The passage's say in the order (ranking.passage_say): none without one, or when it restates the question."""
+        if self.passage_vector is None:
+            return 0.0
+        return passage_say(self.vector, self.passage_vector, self.similarity_floor)
 
     @property
     def first_stage_vector(self) -> np.ndarray:
@@ -177,6 +185,8 @@ class Searcher:
         semantic = query.search_mode is not SearchMode.LEXICAL
         passage = (query.passage or "").strip() or None
         query_vector = await self._encode_for(query.collection, query.text, passage, semantic)
+        if passage is not None and semantic and query_vector.passage_say == 0:
+            passage, query_vector = None, dataclasses.replace(query_vector, passage_vector=None)
         empty = SearchOutcome(query.text, query.context_mode, query.search_mode, ())
         try:
             ranked = await self._rank(query, query_vector, terms, encode_query(passage) if passage else None)
@@ -222,7 +232,8 @@ class Searcher:
         """Both stages: the engine's candidates, then each one's relevance, best first.
 
         With a hypothetical passage, the first stage searches with both (ranking.first_stage_terms) and the
-        candidates are ordered by their relevance to both (ranking.hinted_order); a result's score stays its
+        candidates are ordered by their relevance to both (ranking.hinted_order), the passage's share smaller
+        where it restates the question (search drops one that only restates it); a result's score stays its
         relevance to the question."""
         search_vector = query_vector.first_stage_vector
         search_terms = first_stage_terms(terms, passage_terms)
@@ -240,7 +251,7 @@ class Searcher:
                 query, hits, query_vector.passage_vector if semantic else None, passage_terms, multivector,
                 query_vector.similarity_floor, semantic, lexical,
             )
-            order = hinted_order(scores, passage_scores)
+            order = hinted_order(scores, passage_scores, query_vector.passage_say if semantic else 1.0)
         best = order[:RERANK_DEPTH]
         reranked = await self.encoder.rerank(query.text, [ChunkRecord.from_payload(hits[i].payload).text for i in best])
         if reranked is not None:

@@ -17,7 +17,7 @@ from services.query.budget import fit_to_budget, json_size, truncate_text, water
 from services.query.context import chapter_window
 from services.query.guardians import PromptLibrary
 from services.query.outcome import ContextMode, SearchMode, SearchOutcome
-from services.query.ranking import WINDOW_WEIGHT, calibrate
+from services.query.ranking import RESTATES_AT, RESTATES_FROM, WINDOW_WEIGHT, calibrate, passage_say
 from services.query.search import Searcher, SearchQuery, passage_from_payload, search_filter
 from services.query.server import instruction_size, search_response
 
@@ -111,6 +111,29 @@ async def test_a_hypothetical_passage_reorders_the_candidates_and_leaves_their_s
     at_half = await _search(store, encoder, _query(search_mode=mode, passage="the rain on the way to the house"))
     assert {p.chunk_id for p in at_half.results} <= {p.chunk_id for p in plain.results if p.score >= 0.5}, (
         "the threshold still weighs relevance to the question")
+
+
+@pytest.mark.asyncio
+async def test_a_passage_that_restates_the_question_searches_as_the_question_alone(store, encoder) -> None:
+    asked = {"threshold": 0.0, "limit": 20}
+    plain = await _search(store, encoder, _query(**asked))
+    # Leaning to c0 (the passages' second axis) but at cosine RESTATES_AT to the question: a restatement.
+    encoder.vectors["Mr. Bennet thinks his daughters silly."] = unit(RESTATES_AT, np.sqrt(1 - RESTATES_AT**2), 0, 0)
+    store.calls.clear()
+    restated = await _search(store, encoder, _query(**asked, passage="Mr. Bennet thinks his daughters silly."))
+    assert [p.chunk_id for p in restated.results] == [p.chunk_id for p in plain.results]
+    assert store.calls.count("similarities") == 3, "the passage's relevance is not measured"
+
+
+def test_a_passage_has_less_say_the_closer_it_comes_to_restating_the_question() -> None:
+    question = unit(1, 0, 0, 0)
+    says = [passage_say(question, unit(c, np.sqrt(1 - c**2), 0, 0), similarity_floor=0.0)
+            for c in (0.2, RESTATES_FROM, (RESTATES_FROM + RESTATES_AT) / 2, RESTATES_AT, 1.0)]
+    assert says == pytest.approx([1.0, 1.0, 0.5, 0.0, 0.0])
+    # Cosines are rescaled by the model's floor, as semantic relevance is: an e5 model gives unrelated texts 0.7.
+    floor = 0.7
+    assert passage_say(question, unit(floor + 0.3 * RESTATES_FROM, np.sqrt(1 - (floor + 0.3 * RESTATES_FROM) ** 2),
+                                      0, 0), similarity_floor=floor) == pytest.approx(1.0)
 
 
 @pytest.mark.asyncio
