@@ -59,6 +59,11 @@ def _is_unavailable(exc: BaseException) -> bool:
     return isinstance(exc, grpc.RpcError) and exc.code() == grpc.StatusCode.UNAVAILABLE
 
 
+# Tokens consecutive windows of a passage share, so that a sentence cut by one window's end is whole in
+# the next: a quarter of MiniLM's 256 (bench/windows.py: overlaps of 0, 64 and 128 within noise of each
+# other on the tuning half).
+WINDOW_OVERLAP_TOKENS = 64
+
 class ServiceClient:
     """Calls one service's stub: `await client.call("Method", request)` or `async for m in client.stream(...)`."""
 
@@ -220,7 +225,9 @@ class EmbedderClient(ServiceClient):
         vector: np.ndarray = decode_vectors(response)[0]
         return vector
 
-    async def embed_windows(self, passages: Sequence[tuple[str, str]], overlap_tokens: int) -> list[np.ndarray]:
+    async def embed_windows(
+        self, passages: Sequence[tuple[str, str]], overlap_tokens: int = WINDOW_OVERLAP_TOKENS
+    ) -> list[np.ndarray]:
         """Each (header, text) passage's window vectors (EmbedWindows), one (windows, dimension) array a
         passage. The passages go in slices, a few at once: enough to keep the model's batches full. Bulk work
         like EmbedStream, each slice has the long deadline: a large model on a CPU takes tens of seconds for

@@ -33,11 +33,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np
 from mcp import Client
 
+from alexandria.clients import WINDOW_OVERLAP_TOKENS
 from alexandria.settings import EmbedderSettings
 from services.embedder.loading import load_configured_model
 from services.embedder.profiles import resolve_profile
 from services.ingest.chunking import chunk_book, validate_params
-from services.ingest.documents import WINDOW_OVERLAP_TOKENS, window_header
+from services.ingest.documents import window_header
 from services.ingest.extract import extract_book
 from services.ingest.segment import segment, sentence_texts
 from tests.e2e.stack import start_stack

@@ -23,11 +23,6 @@ from services.ingest.scripts import UNSPACED_LETTER, UNSPACED_RUN, dictionary_wo
 # Runs of letters/digits; an inner apostrophe (straight or curly) keeps a word together
 # ("don't", "o'er"), a hyphen splits ("well-known" is two). The corpus manifest counts this way.
 WORD_PATTERN = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
-# Tokens consecutive windows of a passage share, so that a sentence cut by one window's end is whole in
-# the next: a quarter of MiniLM's 256 (bench/windows.py: overlaps of 0, 64 and 128 within noise of each
-# other on the tuning half).
-WINDOW_OVERLAP_TOKENS = 64
-
 
 def window_header(title: str, chapter: str) -> str:
     """What every window of a passage (or a reader's highlight) starts with: the book's title and its chapter."""

@@ -26,7 +26,7 @@ from alexandria.store import Filter, Store, StoredPoint
 from alexandria.store import schema as f
 from alexandria.store.records import BookRecord, ChunkRecord, complete
 from alexandria.v1 import catalog_pb2
-from services.ingest.documents import WINDOW_OVERLAP_TOKENS, window_header
+from services.ingest.documents import window_header
 from services.ingest.writer import POINT_NAMESPACE, UPSERT_BATCH, lexical_vector
 
 
@@ -120,7 +120,7 @@ class HighlightSync:
         if plan.add:
             windows = await self.embedder.embed_windows(
                 [(window_header(book.title, " / ".join(highlight.chapter_titles)), embedded_text(highlight))
-                 for book, highlight in plan.add.values()], WINDOW_OVERLAP_TOKENS)
+                 for book, highlight in plan.add.values()])
             points = highlight_points(plan, windows)
             for start in range(0, len(points), UPSERT_BATCH):
                 await asyncio.to_thread(self.store.upsert, self.collection, points[start : start + UPSERT_BATCH])

@@ -38,7 +38,6 @@ from alexandria.store.records import BookRecord
 from alexandria.v1 import catalog_pb2
 from services.ingest.chunking import chunk_book, compare_thresholds, sample_chunks, validate_params
 from services.ingest.documents import (
-    WINDOW_OVERLAP_TOKENS,
     Chunk,
     ChunkingParams,
     ChunkingPreview,
@@ -164,7 +163,7 @@ class BookIngestor:
         vectors: list[np.ndarray] = []
         report("embed windows", 0, len(passages), f"embedding the windows of {len(passages):,} passages")
         for start in range(0, len(passages), EMBED_SLICE):
-            vectors += await self.embedder.embed_windows(passages[start : start + EMBED_SLICE], WINDOW_OVERLAP_TOKENS)
+            vectors += await self.embedder.embed_windows(passages[start : start + EMBED_SLICE])
             done = min(start + EMBED_SLICE, len(passages))
             report("embed windows", done, len(passages), f"embedded the windows of {done:,} of {len(passages):,} passages")
         return vectors

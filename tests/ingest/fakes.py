@@ -11,7 +11,7 @@ import numpy as np
 from google.protobuf.message import Message
 from query.fakes import DIMENSION, MODEL
 
-from alexandria.clients import EmbeddedTexts
+from alexandria.clients import WINDOW_OVERLAP_TOKENS, EmbeddedTexts
 from alexandria.errors import NotFound
 from alexandria.v1 import catalog_pb2, embedder_pb2
 
@@ -59,7 +59,9 @@ class FakeEmbedder:
         vectors = np.asarray(rows, dtype=np.float32).reshape(len(texts), DIMENSION)
         return EmbeddedTexts(vectors / np.linalg.norm(vectors, axis=1, keepdims=True), 0)
 
-    async def embed_windows(self, passages: Sequence[tuple[str, str]], overlap_tokens: int) -> list[np.ndarray]:
+    async def embed_windows(
+        self, passages: Sequence[tuple[str, str]], overlap_tokens: int = WINDOW_OVERLAP_TOKENS
+    ) -> list[np.ndarray]:
         """One window a passage: its header and text."""
         vectors = (await self.embed_many([header + text for header, text in passages])).vectors
         return [vectors[n : n + 1] for n in range(len(passages))]

@@ -15,7 +15,7 @@ from alexandria.clients import EmbedderClient
 from alexandria.store import StoredPoint
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_document
-from services.ingest.documents import WINDOW_OVERLAP_TOKENS, window_header
+from services.ingest.documents import window_header
 from services.ingest.writer import point_id
 
 
@@ -140,7 +140,7 @@ async def book_points(book: SampleBook, embedder: EmbedderClient, model: str, co
     vectors = (await embedder.embed_many([s for sentences in split for s in sentences])).vectors
     chunks = [p for _, p in payloads if p[f.LEVEL] != f.Level.PARENT]
     windows = iter(await embedder.embed_windows(
-        [(window_header(p[f.BOOK_TITLE], p[f.CHAPTER_TITLE]), p[f.TEXT]) for p in chunks], WINDOW_OVERLAP_TOKENS))
+        [(window_header(p[f.BOOK_TITLE], p[f.CHAPTER_TITLE]), p[f.TEXT]) for p in chunks]))
     points, start = [], 0
     for (point, payload), sentences in zip(payloads, split, strict=True):
         rows = vectors[start : start + len(sentences)]
