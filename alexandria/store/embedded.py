@@ -59,7 +59,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict, overload
 
@@ -92,6 +92,7 @@ from alexandria.store.model import (
     Filter,
     Hit,
     PointRecord,
+    SimilarityQuery,
     SparseVector,
     Store,
     StoredPoint,
@@ -404,26 +405,29 @@ class EmbeddedStore(Store):
         return self._query(collection, edge.Fusion.Rrf(k=_RRF_K), where, limit, prefetches)
 
     def similarities(
-        self, collection: str, ids: list[str], vector: np.ndarray | SparseVector, using: str
-    ) -> dict[str, float]:
-        """The score of each point's `using` vector for `vector`, by the engine (see the protocol)."""
+        self, collection: str, ids: list[str], queries: Sequence[SimilarityQuery]
+    ) -> list[dict[str, float]]:
+        """Each query's score of each point's vector, in one engine call (see the protocol): a call costs
+        ~0.5 ms whatever it asks, a query against 50 points a tenth of that."""
         if not ids:
-            return {}
-        if isinstance(vector, SparseVector):
-            query: Any = _to_edge_sparse(vector)
-        else:
-            query = [dense_list(vector)] if using in MULTIVECTORS else dense_list(vector)
-        points = self._shard(collection).query(
-            edge.QueryRequest(
+            return [{} for _ in queries]
+        only = edge.Filter(must=[edge.HasIdCondition(set(ids))])
+        requests = []
+        for vector, using in queries:
+            if isinstance(vector, SparseVector):
+                query: Any = _to_edge_sparse(vector)
+            else:
+                query = [dense_list(vector)] if using in MULTIVECTORS else dense_list(vector)
+            requests.append(edge.QueryRequest(
                 limit=len(ids),
                 query=edge.Query.Nearest(query, using=using),
-                filter=edge.Filter(must=[edge.HasIdCondition(set(ids))]),
+                filter=only,
                 with_payload=False,
                 with_vector=False,
                 params=self._dense_params(collection) if using == DENSE else None,
-            )
-        )
-        return {str(p.id): float(p.score) for p in points}
+            ))
+        answers = self._shard(collection).query_batch(edge.QueryBatchRequest(requests))
+        return [{str(p.id): float(p.score) for p in points} for points in answers]
 
     def close(self) -> None:
         """Flush and close every shard, releasing their locks; later calls raise Unavailable."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, Protocol, TypeVar
 
@@ -113,6 +113,10 @@ class PointRecord:
     windows: np.ndarray | None = None
 
 
+# A query vector and the named vector it is scored against (Store.similarities).
+SimilarityQuery = tuple[np.ndarray | SparseVector, str]
+
+
 @dataclass(frozen=True)
 class Hit:
     """A query result. `score` is the engine's score for the mode (a fused rank in hybrid mode);
@@ -214,12 +218,12 @@ class Store(Protocol):
         """One engine query: dense and sparse prefetches fused with RRF."""
 
     def similarities(
-        self, collection: str, ids: list[str], vector: np.ndarray | SparseVector, using: str
-    ) -> dict[str, float]:
-        """The score of each given point's `using` vector for the query `vector`, computed by the engine:
-        the cosine for DENSE, the cosine of the best-matching window for WINDOWS (sentence for SENTENCES: MaxSim), the
-        BM25 score (with the collection's IDF) for SPARSE and a sparse `vector`. Points without that
-        vector, or with no score (no query word, for SPARSE), are left out."""
+        self, collection: str, ids: list[str], queries: Sequence[SimilarityQuery]
+    ) -> list[dict[str, float]]:
+        """For each (vector, using) query, in order, the score of each given point's `using` vector for `vector`,
+        computed by the engine in one call: the cosine for DENSE, the cosine of the best-matching window for WINDOWS
+        (sentence for SENTENCES: MaxSim), the BM25 score (with the collection's IDF) for SPARSE and a sparse
+        `vector`. Points without that vector, or with no score (no query word, for SPARSE), are left out."""
 
     def collection_storage(self, collection: str) -> CollectionStorage:
         """How the collection keeps its vectors and what it takes on disk; NotFound when it does not exist."""

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -65,6 +65,7 @@ from alexandria.store.model import (
     Filter,
     Hit,
     PointRecord,
+    SimilarityQuery,
     SparseVector,
     Store,
     StoredPoint,
@@ -348,27 +349,25 @@ class ServerStore(Store):
         )
 
     def similarities(
-        self, collection: str, ids: list[str], vector: np.ndarray | SparseVector, using: str
-    ) -> dict[str, float]:
-        """The score of each point's `using` vector for `vector`, by the engine (see the protocol)."""
+        self, collection: str, ids: list[str], queries: Sequence[SimilarityQuery]
+    ) -> list[dict[str, float]]:
+        """Each query's score of each point's vector, in one request (see the protocol)."""
         if not ids:
-            return {}
-        if isinstance(vector, SparseVector):
-            query: Any = _to_qdrant_sparse(vector)
-        else:
-            query = [dense_list(vector)] if using in MULTIVECTORS else dense_list(vector)
+            return [{} for _ in queries]
+        only = models.Filter(must=[models.HasIdCondition(has_id=ids)])
+        requests = []
+        for vector, using in queries:
+            if isinstance(vector, SparseVector):
+                query: Any = _to_qdrant_sparse(vector)
+            else:
+                query = [dense_list(vector)] if using in MULTIVECTORS else dense_list(vector)
+            requests.append(models.QueryRequest(
+                query=query, using=using, filter=only, limit=len(ids), with_payload=False, with_vector=False,
+                params=self._dense_search if using == DENSE else None,
+            ))
         with self._errors(self._require(collection)):
-            response = self._client.query_points(
-                collection,
-                query=query,
-                using=using,
-                query_filter=models.Filter(must=[models.HasIdCondition(has_id=ids)]),
-                limit=len(ids),
-                with_payload=False,
-                with_vectors=False,
-                search_params=self._dense_search if using == DENSE else None,
-            )
-        return {str(p.id): float(p.score) for p in response.points}
+            responses = self._client.query_batch_points(collection, requests)
+        return [{str(p.id): float(p.score) for p in response.points} for response in responses]
 
     def close(self) -> None:
         """Close the client (local mode: release its folder); later calls raise Unavailable."""

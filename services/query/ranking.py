@@ -31,7 +31,7 @@ from typing import Protocol
 import numpy as np
 
 from alexandria.store import DENSE, Hit, SparseVector, Store
-from alexandria.store.model import SPARSE
+from alexandria.store.model import SPARSE, SimilarityQuery
 
 # The first stage's pool, and what each retriever contributes to the fusion in hybrid mode.
 CANDIDATE_POOL = 50
@@ -85,22 +85,30 @@ class Signals:
     lexical: np.ndarray  # BM25 scores; 0 where the candidate holds no query word
 
 
-def measure(store: Store, collection: str, hits: Sequence[Hit], vector: np.ndarray | None, terms: SparseVector,
-            multivector: str) -> Signals:
-    """The engine's dense, window and lexical scores of the candidates (three calls on their ids; the
-    lexical one alone without a dense `vector`: a lexical search, whatever model made the collection);
-    `multivector` names the collection's window vectors (CollectionModel.passage_vectors)."""
+def measure(store: Store, collection: str, hits: Sequence[Hit], texts: Sequence[tuple[np.ndarray | None, SparseVector]],
+            multivector: str) -> list[Signals]:
+    """The engine's dense, window and lexical scores of the candidates for each text (a dense vector, None in a
+    lexical search, and its lexical terms), all in one call on their ids; `multivector` names the collection's
+    window vectors (CollectionModel.passage_vectors)."""
     ids = [hit.id for hit in hits]
-    chunk = store.similarities(collection, ids, vector, DENSE) if vector is not None else {}
-    window = store.similarities(collection, ids, vector, multivector) if vector is not None else {}
-    lexical = store.similarities(collection, ids, terms, SPARSE) if terms.indices else {}
-    chunk_cosine = np.array([chunk.get(i, 0.0) for i in ids], dtype=np.float64)
-    return Signals(
-        chunk_cosine=chunk_cosine,
-        # A passage stored without window vectors is scored by its chunk vector alone.
-        window_cosine=np.array([window.get(i, chunk.get(i, 0.0)) for i in ids], dtype=np.float64),
-        lexical=np.array([lexical.get(i, 0.0) for i in ids], dtype=np.float64),
-    )
+    queries: list[SimilarityQuery] = []
+    for vector, terms in texts:
+        if vector is not None:
+            queries += [(vector, DENSE), (vector, multivector)]
+        if terms.indices:
+            queries.append((terms, SPARSE))
+    answers = iter(store.similarities(collection, ids, queries))
+    measured = []
+    for vector, terms in texts:
+        chunk, window = (next(answers), next(answers)) if vector is not None else ({}, {})
+        lexical = next(answers) if terms.indices else {}
+        measured.append(Signals(
+            chunk_cosine=np.array([chunk.get(i, 0.0) for i in ids], dtype=np.float64),
+            # A passage stored without window vectors is scored by its chunk vector alone.
+            window_cosine=np.array([window.get(i, chunk.get(i, 0.0)) for i in ids], dtype=np.float64),
+            lexical=np.array([lexical.get(i, 0.0) for i in ids], dtype=np.float64),
+        ))
+    return measured
 
 
 def semantic_relevance(signals: Signals, similarity_floor: float) -> np.ndarray:

@@ -243,29 +243,23 @@ class Searcher:
         semantic = query.search_mode is not SearchMode.LEXICAL
         lexical = query.search_mode is not SearchMode.SEMANTIC
         multivector = self._embedded_with[query.collection].passage_vectors if semantic else WINDOWS
-        scores = await self._relevance(query, hits, query_vector.vector if semantic else None, terms, multivector,
-                                       query_vector.similarity_floor, semantic, lexical)
-        order = best_first(scores)
+        texts = [(query_vector.vector if semantic else None, terms)]
         if passage_terms is not None:
-            passage_scores = await self._relevance(
-                query, hits, query_vector.passage_vector if semantic else None, passage_terms, multivector,
-                query_vector.similarity_floor, semantic, lexical,
-            )
-            order = hinted_order(scores, passage_scores, query_vector.passage_say if semantic else 1.0)
+            texts.append((query_vector.passage_vector if semantic else None, passage_terms))
+        measured = await call_store(self.store, measure, self.store, query.collection, hits, texts, multivector)
+        scores, *passage_scores = (
+            relevance(signals, query_vector.similarity_floor, semantic=semantic, lexical=lexical and bool(words.indices))
+            for signals, (_, words) in zip(measured, texts, strict=True)
+        )
+        order = best_first(scores)
+        if passage_scores:
+            order = hinted_order(scores, passage_scores[0], query_vector.passage_say if semantic else 1.0)
         best = order[:RERANK_DEPTH]
         reranked = await self.encoder.rerank(query.text, [ChunkRecord.from_payload(hits[i].payload).text for i in best])
         if reranked is not None:
             order = [best[i] for i in best_first(reranked)]
             return Ranked([hits[i] for i in order], [float(score) for score in np.sort(reranked)[::-1]])
         return Ranked([hits[i] for i in order], [float(scores[i]) for i in order])
-
-    async def _relevance(
-        self, query: SearchQuery, hits: list[Hit], vector: np.ndarray | None, terms: SparseVector, multivector: str,
-        similarity_floor: float, semantic: bool, lexical: bool,
-    ) -> np.ndarray:
-        """Each candidate's relevance to one text: its dense `vector` (None in a lexical search) and its `terms`."""
-        signals = await call_store(self.store, measure, self.store, query.collection, hits, vector, terms, multivector)
-        return relevance(signals, similarity_floor, semantic=semantic, lexical=lexical and bool(terms.indices))
 
     def _candidates(self, query: SearchQuery, vector: np.ndarray, terms: SparseVector) -> list[Hit]:
         """The first stage: CANDIDATE_POOL candidates for the mode, whatever the limit."""

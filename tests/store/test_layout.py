@@ -90,7 +90,7 @@ def test_quantised_vectors_are_searched_with_the_scores_of_the_originals(backend
     assert [h.payload["name"] for h in hits] == ["whale", "ship", "letter"]
     for hit in hits:
         assert hit.score == pytest.approx(exact[hit.id], abs=1e-5)
-    assert laid_out.similarities(COLLECTION, list(exact), query, DENSE) == pytest.approx(exact, abs=1e-5)
+    assert laid_out.similarities(COLLECTION, list(exact), [(query, DENSE)])[0] == pytest.approx(exact, abs=1e-5)
     hybrid = laid_out.query_hybrid(COLLECTION, query, lexical.encode_query("letter"), None, limit=2, prefetch_limit=3)
     assert {h.payload["name"] for h in hybrid} == {"whale", "letter"}
 

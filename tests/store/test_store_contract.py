@@ -19,6 +19,7 @@ from alexandria.errors import FailedPrecondition, InvalidArgument, NotFound, Una
 from alexandria.store import DENSE, WINDOWS, CollectionInfo, Filter, Store, lexical, open_store
 from alexandria.store import schema as f
 from alexandria.store.differences import ACCENT_FOLDING
+from alexandria.store.model import SPARSE
 from store.synthetic import (
     BOOK_SIZES,
     COLLECTION,
@@ -84,7 +85,7 @@ CALLS: dict[str, Callable[[Store, str], object]] = {
     "query_hybrid": lambda store, collection: store.query_hybrid(
         collection, axis(0), lexical.encode_query("whale"), None, limit=3, prefetch_limit=3
     ),
-    "similarities": lambda store, collection: store.similarities(collection, [point_id("whale")], axis(0), DENSE),
+    "similarities": lambda store, collection: store.similarities(collection, [point_id("whale")], [(axis(0), DENSE)]),
     "optimize": lambda store, collection: store.optimize(collection),
     "collection_target": lambda store, collection: store.collection_target(collection),
     "collection_storage": lambda store, collection: store.collection_storage(collection),
@@ -427,22 +428,23 @@ def test_window_vectors_come_back_with_records(library: Store) -> None:
     assert other.windows is None  # parents carry none
 
 
-def test_similarities_are_cosines_to_the_best_window_or_to_the_dense_vector(library: Store) -> None:
+def test_similarities_are_cosines_to_the_best_window_or_the_dense_vector_and_bm25_scores_in_one_call(library: Store) -> None:
     windows = np.stack([axis(5), axis(6, tilt=5)])
     point = stored_point(PASSAGES[0])  # whale, dense along axis 0
     library.upsert(COLLECTION, [type(point)(point.id, point.dense, point.sparse, point.payload, windows)])
     query = axis(6)
     wanted = [point.id, point_id("harpoon"), point_id("ship")]
 
-    by_window = library.similarities(COLLECTION, wanted, query, WINDOWS)
+    by_window, by_dense, by_words = library.similarities(
+        COLLECTION, wanted, [(query, WINDOWS), (axis(0), DENSE), (lexical.encode_query("whale harpoon"), SPARSE)])
     assert set(by_window) == {point.id}  # the others have no window vectors
     assert by_window[point.id] == pytest.approx(float(axis(6, tilt=5) @ query), abs=1e-3)  # the better one
 
-    by_dense = library.similarities(COLLECTION, wanted, axis(0), DENSE)
     assert by_dense == pytest.approx({i: float(axis(0) @ library.retrieve(COLLECTION, [i], True)[0].dense)
                                       for i in wanted}, abs=1e-5)
     assert by_dense[point.id] == pytest.approx(1.0, abs=1e-5)
-    assert library.similarities(COLLECTION, [], query, DENSE) == {}
+    assert set(by_words) == set(wanted) and max(by_words, key=by_words.__getitem__) == point_id("ship")  # both words
+    assert library.similarities(COLLECTION, [], [(query, DENSE), (axis(0), WINDOWS)]) == [{}, {}]
 
 
 def test_two_creators_of_one_collection_at_once_both_get_it(store: Store) -> None:
