@@ -555,7 +555,7 @@ def run(args: argparse.Namespace) -> tuple[list[Size], EmbedderMemory | None, St
 
 def store_stages(store: Store, queries: np.ndarray, texts: list[str]) -> dict[str, float]:
     """The p50 ms of each store call a hybrid query makes (services/query/search.py): the fused first stage
-    (its dense and lexical halves apart too), then its candidates' chunk, window and lexical scores."""
+    (its dense and lexical halves apart too), then its candidates' chunk, window and lexical scores (one call)."""
     where = search_filter(SearchQuery("", BENCH))
     seconds: dict[str, list[float]] = {}
 
@@ -571,9 +571,7 @@ def store_stages(store: Store, queries: np.ndarray, texts: list[str]) -> dict[st
         timed_call("lexical_ms", store.query_sparse, terms, where, CANDIDATE_POOL)
         hits = timed_call("hybrid_ms", store.query_hybrid, vector, terms, where, CANDIDATE_POOL, PREFETCH)
         ids = [hit.id for hit in hits]
-        timed_call("chunk_scores_ms", store.similarities, ids, vector, DENSE)
-        timed_call("window_scores_ms", store.similarities, ids, vector, WINDOWS)
-        timed_call("lexical_scores_ms", store.similarities, ids, terms, SPARSE)
+        timed_call("scores_ms", store.similarities, ids, [(vector, DENSE), (vector, WINDOWS), (terms, SPARSE)])
     return {stage: statistics.median(times) * 1000 for stage, times in seconds.items()}
 
 
