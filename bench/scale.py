@@ -93,6 +93,7 @@ from alexandria.store.lexical import encode_query
 from alexandria.store.model import SPARSE
 from alexandria_stack.layout import StackLayout
 from services.embedder.memory import IDLE_BEFORE_RELEASE_S
+from services.query.common_words import CommonWords
 from services.query.ranking import CANDIDATE_POOL, PREFETCH
 from services.query.search import SearchQuery, search_filter
 from tests.e2e.stack import RunningStack, start_stack
@@ -555,7 +556,9 @@ def run(args: argparse.Namespace) -> tuple[list[Size], EmbedderMemory | None, St
 
 def store_stages(store: Store, queries: np.ndarray, texts: list[str]) -> dict[str, float]:
     """The p50 ms of each store call a hybrid query makes (services/query/search.py): the fused first stage
-    (its dense and lexical halves apart too), then its candidates' chunk, window and lexical scores (one call)."""
+    (its dense and lexical halves apart too), with the words it searches for (common_words.py: their IDFs read
+    once, and then as kept) and with every word of the question, then its candidates' chunk, window and lexical
+    scores (one call)."""
     where = search_filter(SearchQuery("", BENCH))
     seconds: dict[str, list[float]] = {}
 
@@ -565,11 +568,18 @@ def store_stages(store: Store, queries: np.ndarray, texts: list[str]) -> dict[st
         seconds.setdefault(stage, []).append(time.perf_counter() - started)
         return result
 
+    common_words = CommonWords(store)
     for text, vector in zip(texts, queries, strict=True):
         terms = encode_query(text)
         timed_call("dense_ms", store.query_dense, vector, where, CANDIDATE_POOL)
-        timed_call("lexical_ms", store.query_sparse, terms, where, CANDIDATE_POOL)
-        hits = timed_call("hybrid_ms", store.query_hybrid, vector, terms, where, CANDIDATE_POOL, PREFETCH)
+        timed_call("lexical_all_words_ms", store.query_sparse, terms, where, CANDIDATE_POOL)
+        # The words' IDFs read from the engine the first time: what a search pays for words no search had before.
+        searched = timed_call("common_words_first_ms", CommonWords(store).without_common, terms)
+        common_words.without_common(BENCH, terms)
+        timed_call("common_words_ms", common_words.without_common, terms)
+        timed_call("lexical_ms", store.query_sparse, searched, where, CANDIDATE_POOL)
+        timed_call("hybrid_all_words_ms", store.query_hybrid, vector, terms, where, CANDIDATE_POOL, PREFETCH)
+        hits = timed_call("hybrid_ms", store.query_hybrid, vector, searched, where, CANDIDATE_POOL, PREFETCH)
         ids = [hit.id for hit in hits]
         timed_call("scores_ms", store.similarities, ids, [(vector, DENSE), (vector, WINDOWS), (terms, SPARSE)])
     return {stage: statistics.median(times) * 1000 for stage, times in seconds.items()}

@@ -47,6 +47,7 @@ from alexandria.store import schema as f
 from alexandria.store.lexical import encode_query
 from alexandria.store.records import BookRecord, ChunkRecord, CollectionModel, complete
 from services.query.budget import fit_to_budget
+from services.query.common_words import CommonWords
 from services.query.context import assemble_context, neighbour_key, neighbour_positions
 from services.query.links import passage_link
 from services.query.outcome import ContextMode, Locator, Passage, SearchIn, SearchMode, SearchOutcome
@@ -169,6 +170,7 @@ class Searcher:
     def __init__(self, store: Store, encoder: QueryEncoder) -> None:
         self.store = store
         self.encoder = encoder
+        self.common_words = CommonWords(store)
         self._embedded_with: dict[str, CollectionModel] = {}
 
     async def search(self, query: SearchQuery, budget_chars: int, reserved_chars: int = 0) -> SearchOutcome:
@@ -262,8 +264,10 @@ class Searcher:
         return Ranked([hits[i] for i in order], [float(scores[i]) for i in order])
 
     def _candidates(self, query: SearchQuery, vector: np.ndarray, terms: SparseVector) -> list[Hit]:
-        """The first stage: CANDIDATE_POOL candidates for the mode, whatever the limit."""
+        """The first stage: CANDIDATE_POOL candidates for the mode, whatever the limit; its lexical search skips the
+        words most passages hold (common_words.py)."""
         where = search_filter(query)
+        terms = self.common_words.without_common(query.collection, terms)
         if query.search_mode is SearchMode.SEMANTIC or not terms.indices:
             return self.store.query_dense(query.collection, vector, where, CANDIDATE_POOL)
         if query.search_mode is SearchMode.LEXICAL:
