@@ -556,9 +556,9 @@ def run(args: argparse.Namespace) -> tuple[list[Size], EmbedderMemory | None, St
 
 def store_stages(store: Store, queries: np.ndarray, texts: list[str]) -> dict[str, float]:
     """The p50 ms of each store call a hybrid query makes (services/query/search.py): the fused first stage
-    (its dense and lexical halves apart too), with the words it searches for (common_words.py: their IDFs read
-    once, and then as kept) and with every word of the question, then its candidates' chunk, window and lexical
-    scores (one call)."""
+    (its dense and lexical halves apart too), with the words it searches for (common_words.py: the sample of
+    passages drawn, and then as kept) and with every word of the question, then its candidates' chunk, window and
+    lexical scores (one call)."""
     where = search_filter(SearchQuery("", BENCH))
     seconds: dict[str, list[float]] = {}
 
@@ -573,7 +573,7 @@ def store_stages(store: Store, queries: np.ndarray, texts: list[str]) -> dict[st
         terms = encode_query(text)
         timed_call("dense_ms", store.query_dense, vector, where, CANDIDATE_POOL)
         timed_call("lexical_all_words_ms", store.query_sparse, terms, where, CANDIDATE_POOL)
-        # The words' IDFs read from the engine the first time: what a search pays for words no search had before.
+        # The collection's sample of passages drawn: what the first search pays, once every SAMPLE_KEPT_S.
         searched = timed_call("common_words_first_ms", CommonWords(store).without_common, terms)
         common_words.without_common(BENCH, terms)
         timed_call("common_words_ms", common_words.without_common, terms)
