@@ -267,9 +267,9 @@ class Searcher:
         """The first stage: CANDIDATE_POOL candidates for the mode, whatever the limit; its lexical search skips the
         words most passages hold (common_words.py)."""
         where = search_filter(query)
-        terms = self.common_words.without_common(query.collection, terms)
         if query.search_mode is SearchMode.SEMANTIC or not terms.indices:
             return self.store.query_dense(query.collection, vector, where, CANDIDATE_POOL)
+        terms = self.common_words.without_common(query.collection, terms)
         if query.search_mode is SearchMode.LEXICAL:
             return self.store.query_sparse(query.collection, terms, where, CANDIDATE_POOL)
         return self.store.query_hybrid(query.collection, vector, terms, where, CANDIDATE_POOL, PREFETCH)

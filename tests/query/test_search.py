@@ -78,7 +78,13 @@ def _query(text: str = QUESTION, **changes) -> SearchQuery:
 async def _search(
     store: RecordingStore, encoder: FakeEncoder, query: SearchQuery, budget: int = BUDGET, reserved: int = 0
 ) -> SearchOutcome:
-    return await Searcher(store, encoder).search(query, budget, reserved)
+    """One search by a searcher that has met the collection before (as the query service's has): its common words are
+    known, so the store calls recorded are the search's own."""
+    searcher = Searcher(store, encoder)
+    if store.collection_info(query.collection) is not None:
+        searcher.common_words.common(query.collection)
+    store.calls.clear()
+    return await searcher.search(query, budget, reserved)
 
 
 def _semantic_score(cosine: float) -> float:
