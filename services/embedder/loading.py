@@ -185,6 +185,10 @@ def load_model(
         raise FailedPrecondition(f"Could not load the embedding model at {source.path}: {exc}") from exc
     if device == "cuda":
         sentence_transformer.half()
+    else:
+        # A model saved in half precision (as many on the hub are) would run at it on a CPU: slower than fp32, and
+        # neither the int8 quantisation nor the ONNX export takes it. The backends' precisions start from fp32.
+        sentence_transformer.float()
     tokenizer = sentence_transformer.tokenizer
     if tokenizer is None or not tokenizer.is_fast:
         raise FailedPrecondition(

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from sentence_transformers import SentenceTransformer
 
 from alexandria.errors import FailedPrecondition
 from services.embedder.loading import (
@@ -158,3 +159,13 @@ def test_an_int8_model_has_its_own_name_and_close_vectors(embedding_model: Embed
     int8 = quantised.encoder_for(EmbedKind.PASSAGE)(texts).vectors
     assert np.allclose(np.linalg.norm(int8, axis=1), 1.0, atol=1e-4)
     assert ((fp32 * int8).sum(axis=1) > 0.7).all() and not np.allclose(fp32, int8)
+
+
+def test_a_model_saved_in_half_precision_runs_in_fp32_on_a_cpu(embedding_model: EmbeddingModel, tmp_path) -> None:
+    saved = SentenceTransformer(str(resolve_model_source(None).path), device="cpu", local_files_only=True).half()
+    saved.save(str(tmp_path / "half"))
+    loaded = load_model(resolve_model_source(str(tmp_path / "half")), "cpu", threads=0)
+    assert loaded.dtype == "float32"
+    texts = ["Elizabeth walked to Netherfield through the mud.", "The ship sailed at dawn."]
+    fp32 = embedding_model.encoder_for(EmbedKind.PASSAGE)(texts).vectors
+    assert ((fp32 * loaded.encoder_for(EmbedKind.PASSAGE)(texts).vectors).sum(axis=1) > 0.999).all()
