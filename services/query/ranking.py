@@ -60,15 +60,6 @@ RERANK_DEPTH = 30
 # 0.792 / 0.660, 0.5 0.854 / 0.770, 0.7 0.885 / 0.813, 0.85 0.908 / 0.829, 1 0.892 / 0.827; with the blind set
 # (the question restated) 0.7 gives 0.523 and 0.85 0.508, no passage 0.508. 0.7 leaves a wrong guess less sway.
 HINT_WEIGHT = 0.7
-# A passage that restates the question tells the search nothing the question does not: from RESTATES_FROM on (its
-# cosine to the question, rescaled by the similarity floor as semantic relevance is) it has less say, and from
-# RESTATES_AT on none (the search is the question's alone). Tuning half, fast, the passages' rescaled cosines to
-# their questions: the LLM's 0.21-0.76 (5th-95th percentile), the blind set's (the question restated) 0.84-0.98;
-# multilingual 0.13-0.62 and 0.71-0.98. Check half, blind set, recall@5 / MRR@10: full say 0.607 / 0.417, no
-# passage 0.598 / 0.444, 0.8-0.9 0.607 / 0.446, 0.75-0.9 the same (ja MRR 0.526 -> 0.501 with the LLM's), the
-# LLM's passages unchanged (0.943 / 0.880).
-RESTATES_FROM = 0.8
-RESTATES_AT = 0.9
 
 
 class PassageReranker(Protocol):
@@ -158,15 +149,6 @@ def first_stage_terms(question: SparseVector, passage: SparseVector | None) -> S
     return SparseVector(indices=indices, values=[1.0] * len(indices))
 
 
-def passage_say(question: np.ndarray, passage: np.ndarray, similarity_floor: float) -> float:
-    """How much say the caller's hypothetical passage has in the order, in [0, 1]: all of it unless it restates the
-    question (RESTATES_FROM, RESTATES_AT)."""
-    closeness = (float(question @ passage) - similarity_floor) / (1.0 - similarity_floor)
-    return float(np.clip((RESTATES_AT - closeness) / (RESTATES_AT - RESTATES_FROM), 0.0, 1.0))
-
-
-def hinted_order(question_relevance: np.ndarray, passage_relevance: np.ndarray, say: float = 1.0) -> list[int]:
-    """Candidate indices, best first, by their relevance to the question and to the caller's hypothetical passage,
-    which weighs HINT_WEIGHT x its `say` (passage_say)."""
-    weight = HINT_WEIGHT * say
-    return best_first((1 - weight) * question_relevance + weight * passage_relevance)
+def hinted_order(question_relevance: np.ndarray, passage_relevance: np.ndarray) -> list[int]:
+    """Candidate indices, best first, by their relevance to the question and to the caller's hypothetical passage."""
+    return best_first((1 - HINT_WEIGHT) * question_relevance + HINT_WEIGHT * passage_relevance)

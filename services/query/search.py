@@ -60,7 +60,6 @@ from services.query.ranking import (
     first_stage_terms,
     hinted_order,
     measure,
-    passage_say,
     relevance,
 )
 
@@ -83,13 +82,6 @@ class QueryVector:
     model: str
     similarity_floor: float = 0.0
     passage_vector: np.ndarray | None = None
-
-    @property
-    def passage_say(self) -> float:
-        """The passage's say in the order (ranking.passage_say): none without one, or when it restates the question."""
-        if self.passage_vector is None:
-            return 0.0
-        return passage_say(self.vector, self.passage_vector, self.similarity_floor)
 
     @property
     def first_stage_vector(self) -> np.ndarray:
@@ -187,8 +179,6 @@ class Searcher:
         semantic = query.search_mode is not SearchMode.LEXICAL
         passage = (query.passage or "").strip() or None
         query_vector = await self._encode_for(query.collection, query.text, passage, semantic)
-        if passage is not None and semantic and query_vector.passage_say == 0:
-            passage, query_vector = None, dataclasses.replace(query_vector, passage_vector=None)
         empty = SearchOutcome(query.text, query.context_mode, query.search_mode, ())
         try:
             ranked = await self._rank(query, query_vector, terms, encode_query(passage) if passage else None)
@@ -234,8 +224,7 @@ class Searcher:
         """Both stages: the engine's candidates, then each one's relevance, best first.
 
         With a hypothetical passage, the first stage searches with both (ranking.first_stage_terms) and the
-        candidates are ordered by their relevance to both (ranking.hinted_order), the passage's share smaller
-        where it restates the question (search drops one that only restates it); a result's score stays its
+        candidates are ordered by their relevance to both (ranking.hinted_order); a result's score stays its
         relevance to the question."""
         search_vector = query_vector.first_stage_vector
         search_terms = first_stage_terms(terms, passage_terms)
@@ -255,7 +244,7 @@ class Searcher:
         )
         order = best_first(scores)
         if passage_scores:
-            order = hinted_order(scores, passage_scores[0], query_vector.passage_say if semantic else 1.0)
+            order = hinted_order(scores, passage_scores[0])
         best = order[:RERANK_DEPTH]
         reranked = await self.encoder.rerank(query.text, [ChunkRecord.from_payload(hits[i].payload).text for i in best])
         if reranked is not None:

@@ -17,7 +17,7 @@ from services.query.budget import fit_to_budget, json_size, truncate_text, water
 from services.query.context import chapter_window
 from services.query.guardians import PromptLibrary
 from services.query.outcome import ContextMode, SearchMode, SearchOutcome
-from services.query.ranking import RESTATES_AT, RESTATES_FROM, WINDOW_WEIGHT, calibrate, passage_say
+from services.query.ranking import WINDOW_WEIGHT, calibrate
 from services.query.search import Searcher, SearchQuery, passage_from_payload, search_filter
 from services.query.server import instruction_size, search_response
 
@@ -120,11 +120,9 @@ async def test_a_hypothetical_passage_reorders_the_candidates_and_leaves_their_s
 
 
 @pytest.mark.asyncio
-async def test_a_passage_that_restates_the_question_searches_as_the_question_alone(store, encoder) -> None:
-    asked = {"threshold": 0.0, "limit": 20}
-    plain = await _search(store, encoder, _query(**asked))
-    # Leaning to c0 (the passages' second axis) but at cosine RESTATES_AT to the question: a restatement.
-    encoder.vectors["Mr. Bennet thinks his daughters silly."] = unit(RESTATES_AT, np.sqrt(1 - RESTATES_AT**2), 0, 0)
+@pytest.mark.asyncio
+async def test_the_question_and_the_passage_are_measured_in_one_store_call(store, encoder) -> None:
+    encoder.vectors["the rain on the way to the house"] = unit(0, 1, 0, 0)
     measure = store.store.similarities
     queries_measured: list[int] = []
 
@@ -133,23 +131,11 @@ async def test_a_passage_that_restates_the_question_searches_as_the_question_alo
         return measure(collection, ids, queries)
 
     store.store.similarities = counted
-    restated = await _search(store, encoder, _query(**asked, passage="Mr. Bennet thinks his daughters silly."))
-    assert [p.chunk_id for p in restated.results] == [p.chunk_id for p in plain.results]
-    assert queries_measured == [3], "the question's chunk, window and word scores; not the passage's"
+    await _search(store, encoder, _query(threshold=0.0, passage="the rain on the way to the house"))
+    await _search(store, encoder, _query(threshold=0.0))
+    assert queries_measured == [6, 3], "chunk, window and word scores: of both texts, then of the question alone"
 
 
-def test_a_passage_has_less_say_the_closer_it_comes_to_restating_the_question() -> None:
-    question = unit(1, 0, 0, 0)
-    says = [passage_say(question, unit(c, np.sqrt(1 - c**2), 0, 0), similarity_floor=0.0)
-            for c in (0.2, RESTATES_FROM, (RESTATES_FROM + RESTATES_AT) / 2, RESTATES_AT, 1.0)]
-    assert says == pytest.approx([1.0, 1.0, 0.5, 0.0, 0.0])
-    # Cosines are rescaled by the model's floor, as semantic relevance is: an e5 model gives unrelated texts 0.7.
-    floor = 0.7
-    assert passage_say(question, unit(floor + 0.3 * RESTATES_FROM, np.sqrt(1 - (floor + 0.3 * RESTATES_FROM) ** 2),
-                                      0, 0), similarity_floor=floor) == pytest.approx(1.0)
-
-
-@pytest.mark.asyncio
 async def test_a_hypothetical_passage_longer_than_a_few_sentences_is_refused(store, encoder) -> None:
     with pytest.raises(InvalidArgument, match="hypothetical_passage has 1001 characters; at most 1000"):
         await _search(store, encoder, _query(passage="x" * 1001))
