@@ -9,7 +9,7 @@ from typing import Any, cast
 import numpy as np
 
 from alexandria.errors import NotFound, Unavailable
-from alexandria.store.model import DENSE, SPARSE, WINDOWS, CollectionInfo
+from alexandria.store.model import DENSE, MULTIVECTORS, SPARSE, WINDOWS, CollectionInfo
 from alexandria.store.records import CollectionModel
 from alexandria.store.schema import MODEL
 
@@ -17,6 +17,12 @@ from alexandria.store.schema import MODEL
 def dense_list(vector: np.ndarray) -> list[float]:
     """A dense vector as the float list both Qdrant APIs take."""
     return cast(list[float], np.asarray(vector, dtype=np.float32).tolist())
+
+
+def dense_query(vector: np.ndarray, using: str) -> list[float] | list[list[float]]:
+    """A dense query vector as both Qdrant APIs take it for `using`: a list, or a one-row matrix against the
+    windows (MaxSim)."""
+    return [dense_list(vector)] if using in MULTIVECTORS else dense_list(vector)
 
 
 def vector_selector(with_vectors: bool) -> list[str] | bool:

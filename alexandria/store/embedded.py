@@ -74,6 +74,7 @@ from alexandria.store.common import (
     collection_not_found,
     dense_from,
     dense_list,
+    dense_query,
     disk_usage,
     lexical_terms,
     multivector_list,
@@ -83,7 +84,6 @@ from alexandria.store.common import (
 )
 from alexandria.store.model import (
     DENSE,
-    MULTIVECTORS,
     SPARSE,
     WINDOWS,
     CollectionInfo,
@@ -414,10 +414,7 @@ class EmbeddedStore(Store):
         only = edge.Filter(must=[edge.HasIdCondition(set(ids))])
         requests = []
         for vector, using in queries:
-            if isinstance(vector, SparseVector):
-                query: Any = _to_edge_sparse(vector)
-            else:
-                query = [dense_list(vector)] if using in MULTIVECTORS else dense_list(vector)
+            query = _to_edge_sparse(vector) if isinstance(vector, SparseVector) else dense_query(vector, using)
             requests.append(edge.QueryRequest(
                 limit=len(ids),
                 query=edge.Query.Nearest(query, using=using),

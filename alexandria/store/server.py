@@ -47,6 +47,7 @@ from alexandria.store.common import (
     collection_not_found,
     dense_from,
     dense_list,
+    dense_query,
     disk_usage,
     lexical_terms,
     multivector_list,
@@ -56,7 +57,6 @@ from alexandria.store.common import (
 )
 from alexandria.store.model import (
     DENSE,
-    MULTIVECTORS,
     SPARSE,
     WINDOWS,
     CollectionInfo,
@@ -357,10 +357,7 @@ class ServerStore(Store):
         only = models.Filter(must=[models.HasIdCondition(has_id=ids)])
         requests = []
         for vector, using in queries:
-            if isinstance(vector, SparseVector):
-                query: Any = _to_qdrant_sparse(vector)
-            else:
-                query = [dense_list(vector)] if using in MULTIVECTORS else dense_list(vector)
+            query = _to_qdrant_sparse(vector) if isinstance(vector, SparseVector) else dense_query(vector, using)
             requests.append(models.QueryRequest(
                 query=query, using=using, filter=only, limit=len(ids), with_payload=False, with_vector=False,
                 params=self._dense_search if using == DENSE else None,
