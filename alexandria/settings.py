@@ -75,13 +75,15 @@ class StoreSettings(_Env):
     embedded_max_segment_mb: int = Field(100, ge=MIN_SEGMENT_MB)
     # How a new collection stores its dense vectors, on both backends; a collection keeps the layout it was
     # made with (`alexandria reindex` rebuilds it under the current one). Quantised vectors are searched
-    # in RAM and their best `oversampling` x limit candidates rescored with the originals.
+    # in RAM and their best `oversampling` x limit candidates rescored with the originals. int8 with the
+    # originals on disk is the default at every size: a library grows by syncs, and the layout it was made
+    # with is the one it has at 10,000 books (README, *A library past one machine*).
     qdrant_quantization: VectorQuantization = Field(
-        "none", description="none, int8 (scalar, 4x smaller) or binary (32x smaller) copies of the dense vectors."
+        "int8", description="none, int8 (scalar, 4x smaller) or binary (32x smaller) copies of the dense vectors."
     )
     qdrant_quantization_oversampling: float = Field(2.0, ge=1.0, le=16.0)
     # Original vectors (dense and windows) and payloads read through mmap instead of held in RAM.
-    qdrant_on_disk: bool = False
+    qdrant_on_disk: bool = True
     # Qdrant's own defaults: edges per node, and candidates while building the dense vectors' graph.
     qdrant_hnsw_m: int = Field(16, ge=4, le=128)
     qdrant_hnsw_ef_construct: int = Field(100, ge=4, le=1000)

@@ -145,9 +145,9 @@ class CollectionLayout:
     indexed by HNSW; the windows are read for a search's candidates alone (no index, never quantised).
     """
 
-    quantization: VectorQuantization = "none"
+    quantization: VectorQuantization = "int8"
     oversampling: float = 2.0  # quantised candidates searched per result, then rescored with the originals
-    on_disk: bool = False  # original vectors and payloads read through mmap instead of held in RAM
+    on_disk: bool = True  # original vectors and payloads read through mmap instead of held in RAM
     hnsw_m: int = 16
     hnsw_ef_construct: int = 100
     hnsw_ef: int = 256  # candidates a dense search visits in the graph (a search setting, not the collection's)

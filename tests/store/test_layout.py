@@ -69,10 +69,10 @@ def test_the_settings_are_read_from_the_environment(monkeypatch: pytest.MonkeyPa
         StoreSettings()
 
 
-def test_by_default_collections_are_laid_out_as_before(store: Store) -> None:
+def test_by_default_collections_keep_an_int8_copy_in_ram_and_their_originals_on_disk(store: Store) -> None:
     store.ensure_collection(COLLECTION, DIMENSION, METADATA)
-    assert store.collection_storage(COLLECTION).quantization == "none"
-    assert CollectionLayout.of(StoreSettings()) == CollectionLayout("none", 2.0, False, 16, 100, 256)
+    assert store.collection_storage(COLLECTION).quantization == "int8"
+    assert CollectionLayout.of(StoreSettings()) == CollectionLayout("int8", 2.0, True, 16, 100, 256)
 
 
 def test_quantised_vectors_are_searched_with_the_scores_of_the_originals(backend: str, laid_out: Store,
@@ -177,7 +177,7 @@ def test_unset_cluster_settings_leave_the_server_its_defaults(tmp_path: Path, mo
 
     (arguments,) = RecordingClient.creates
     assert not {"shard_number", "replication_factor", "write_consistency_factor", "wal_config"} & set(arguments)
-    assert arguments["on_disk_payload"] is None  # the server's default (on disk)
+    assert arguments["on_disk_payload"] is True  # QDRANT_ON_DISK's default, and the server's own
 
 
 @pytest.mark.parametrize("setting", ["qdrant_shard_number", "qdrant_replication_factor",
