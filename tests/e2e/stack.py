@@ -55,9 +55,18 @@ class RunningStack:
     def children(self) -> dict[int, str]:
         """The launcher's child processes: pid -> command line."""
         found = {}
+        # Threads and children come and go while we read (a restart is what some tests watch), so an
+        # entry that vanished between the listing and the read is simply not there any more.
         for task in Path(f"/proc/{self.process.pid}/task").iterdir():
-            for pid in (task / "children").read_text().split():
-                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            try:
+                pids = (task / "children").read_text().split()
+            except FileNotFoundError:
+                continue
+            for pid in pids:
+                try:
+                    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                except FileNotFoundError:
+                    continue
                 found[int(pid)] = " ".join(a.decode() for a in argv if a)
         return found
 
