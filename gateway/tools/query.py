@@ -92,8 +92,9 @@ async def alexandria_query(
             "names and vocabulary (narrative or dialogue for a novel, verse for a play, instructions for a "
             "manual), stating the answer as you expect the book to state it; write what you remember of the "
             "book, or what it plausibly says. It is searched beside `query` to find the passage by how it is "
-            "written, and only orders the results: scores and the threshold stay relevance to `query`, so a "
-            "wrong guess cannot bring in passages on other subjects. It is never returned: quote only the "
+            "written, and orders the results; scores stay relevance to `query`, and the threshold still decides "
+            "on them whether the question is answered at all (once it is, results may score down to half the "
+            "threshold), so a wrong guess cannot answer a question on another subject. It is never returned: quote only the "
             "passages in `results` as the book's text. Keep the question itself in `query`. Leave it out for "
             "a bare name or exact words.",
         ),

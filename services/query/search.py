@@ -58,6 +58,7 @@ from services.query.ranking import (
     PassageReranker,
     best_first,
     first_stage_terms,
+    hinted_floor,
     hinted_order,
     measure,
     relevance,
@@ -188,7 +189,7 @@ class Searcher:
         if not ranked.hits:  # an empty collection is an error, not "nothing matched"
             info = await call_store(self.store, self.store.collection_info, query.collection)
             check_collection(query.collection, info, query_vector, semantic)
-        results, best_dropped = select_passages(ranked, terms, query.threshold, query.limit)
+        results, best_dropped = select_passages(ranked, terms, query.threshold, query.limit, hinted=passage is not None)
         if not results:
             return dataclasses.replace(empty, notice=nothing_matched_notice(query, best_dropped))
         outcome = dataclasses.replace(empty, results=tuple(results))
@@ -320,12 +321,18 @@ def contains_every_term(terms: SparseVector, hit: Hit) -> bool:
 
 
 def select_passages(
-    ranked: Ranked, terms: SparseVector, threshold: float, limit: int
+    ranked: Ranked, terms: SparseVector, threshold: float, limit: int, hinted: bool = False
 ) -> tuple[list[Passage], float | None]:
     """Up to `limit` candidates, best first, that pass the threshold (or match every query term).
 
+    With a hypothetical passage (`hinted`), the threshold decides whether the question is answered at all: once
+    one candidate passes it on its own relevance to the question (ranking.hinted_floor), the passage's order
+    picks among the candidates that reach part of it.
     Returns them with the best score among the candidates dropped, for the notice when none pass.
     """
+    if hinted and any(score >= threshold or contains_every_term(terms, hit)
+                      for hit, score in zip(ranked.hits, ranked.scores, strict=True)):
+        threshold = hinted_floor(threshold)
     selected: list[Passage] = []
     best_dropped: float | None = None
     for hit, score in zip(ranked.hits, ranked.scores, strict=True):

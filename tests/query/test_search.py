@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from google.protobuf.json_format import MessageToDict
 
+from alexandria.contract import QUERY_THRESHOLD
 from alexandria.errors import FailedPrecondition, InvalidArgument, NotFound
 from alexandria.settings import QuerySettings
 from alexandria.store import Filter
@@ -17,7 +18,7 @@ from services.query.budget import fit_to_budget, json_size, truncate_text, water
 from services.query.context import chapter_window
 from services.query.guardians import PromptLibrary
 from services.query.outcome import ContextMode, SearchMode, SearchOutcome
-from services.query.ranking import WINDOW_WEIGHT, calibrate
+from services.query.ranking import WINDOW_WEIGHT, calibrate, hinted_floor
 from services.query.search import Searcher, SearchQuery, passage_from_payload, search_filter
 from services.query.server import instruction_size, search_response
 
@@ -114,12 +115,27 @@ async def test_a_hypothetical_passage_reorders_the_candidates_and_leaves_their_s
     hinted = await _search(store, encoder, _query(**asked, passage="the rain on the way to the house"))
     assert name_of(plain.results[0].chunk_id) == "c2" and name_of(hinted.results[0].chunk_id) == "c0"
     assert {p.chunk_id: p.score for p in hinted.results} == {p.chunk_id: p.score for p in plain.results}
-    at_half = await _search(store, encoder, _query(search_mode=mode, passage="the rain on the way to the house"))
-    assert {p.chunk_id for p in at_half.results} <= {p.chunk_id for p in plain.results if p.score >= 0.5}, (
-        "the threshold still weighs relevance to the question")
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("mode", [SearchMode.SEMANTIC, SearchMode.HYBRID])
+async def test_with_a_passage_the_threshold_decides_whether_the_question_is_answered(store, encoder, mode) -> None:
+    encoder.vectors["the rain on the way to the house"] = unit(0, 1, 0, 0)
+    plain = await _search(store, encoder, _query(search_mode=mode, threshold=0.0, limit=20))
+    answered = await _search(store, encoder, _query(search_mode=mode, passage="the rain on the way to the house"))
+    floor = hinted_floor(QUERY_THRESHOLD.default)
+    assert {p.chunk_id for p in answered.results} == {p.chunk_id for p in plain.results[:5] if p.score >= floor}
+    assert min(p.score for p in answered.results) < QUERY_THRESHOLD.default, (
+        "a passage the question scores under the threshold comes back once the question is answered")
+
+    off_topic = "quantum chromodynamics on a lattice"
+    encoder.vectors[off_topic] = unit(0, 0, 1, 0)  # unrelated to every passage
+    turned_away = await _search(store, encoder, _query(off_topic, search_mode=mode))
+    hinted = await _search(store, encoder, _query(off_topic, search_mode=mode, passage="the rain on the way to the house"))
+    assert not turned_away.results and not hinted.results, "a confident passage does not answer an off-topic question"
+    assert hinted.notice.startswith("No passage reached the threshold 0.50")
+
+
 @pytest.mark.asyncio
 async def test_the_question_and_the_passage_are_measured_in_one_store_call(store, encoder) -> None:
     encoder.vectors["the rain on the way to the house"] = unit(0, 1, 0, 0)
