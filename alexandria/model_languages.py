@@ -54,6 +54,22 @@ def trained_languages(model_name: str) -> TrainedLanguages | None:
     return next((trained for pattern, trained in MODEL_LANGUAGES if pattern.search(normalised)), None)
 
 
+def books_outside(trained: TrainedLanguages, books_by_language: Mapping[str, int]) -> tuple[int, dict[str, int]]:
+    """The books whose language is known, and of them how many are in each language `trained` leaves out (ISO 639-3
+    codes); books whose language is missing or names none ("", "und") are not counted."""
+    counts: dict[str, int] = {}
+    for language, books in books_by_language.items():
+        if (code := known_language_code(language)) is not None:
+            counts[code] = counts.get(code, 0) + books
+    return sum(counts.values()), {code: books for code, books in counts.items() if code not in trained.languages}
+
+
+def many(known: int, outside: Mapping[str, int]) -> bool:
+    """Whether the books outside a model's languages are enough to choose a model for (MANY_BOOKS_SHARE)."""
+    total_outside = sum(outside.values())
+    return total_outside > 0 and total_outside >= math.ceil(MANY_BOOKS_SHARE * known)
+
+
 def coverage_note(model_name: str, books_by_language: Mapping[str, int]) -> str:
     """"" when the model was trained on the languages of (nearly) all the books, or not known here; else a
     note naming how many books are in languages it was not trained on, which, and the profile that fits.
@@ -64,15 +80,10 @@ def coverage_note(model_name: str, books_by_language: Mapping[str, int]) -> str:
     trained = trained_languages(model_name)
     if trained is None:
         return ""
-    counts: dict[str, int] = {}
-    for language, books in books_by_language.items():
-        if (code := known_language_code(language)) is not None:
-            counts[code] = counts.get(code, 0) + books
-    known = sum(counts.values())
-    outside = {code: books for code, books in counts.items() if code not in trained.languages}
-    total_outside = sum(outside.values())
-    if total_outside == 0 or total_outside < math.ceil(MANY_BOOKS_SHARE * known):
+    known, outside = books_outside(trained, books_by_language)
+    if not many(known, outside):
         return ""
+    total_outside = sum(outside.values())
 
     def listed(codes: list[str], counted: bool = False) -> str:
         return ", ".join(language_name(code) + (f" {outside[code]}" if counted else "") for code in codes)

@@ -311,12 +311,19 @@ def main(argv: list[str] | None = None) -> None:
     layout = StackLayout.from_settings(StackSettings())
     try:
         if args.command == "up":
-            from alexandria_stack.launcher import Stack, require_embedder_model, run_stack
+            from alexandria_stack.launcher import (
+                Stack,
+                require_embedder_model,
+                run_stack,
+                settle_auto_profile,
+            )
 
             require_usable_data_dir(layout.data_dir)
+            store = StoreSettings()
+            profile = settle_auto_profile(layout, store)
             require_embedder_model(layout)
             listen = gateway.model_copy(update={"gateway_host": args.host, "gateway_port": args.port})
-            stack = Stack(layout, listen, StoreSettings(), clients, "stdio" if args.stdio else "http")
+            stack = Stack(layout, listen, store, clients, "stdio" if args.stdio else "http", profile)
             code = asyncio.run(run_stack(stack))
         elif args.command == "mcp":
             addresses = {f"{n.upper()}_ADDR": a for n, a in layout.addresses().items()}

@@ -17,6 +17,7 @@ import signal
 import socket
 import sys
 import time
+from collections import Counter
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,15 @@ from typing import Literal, TypeVar
 import httpx
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
-from alexandria.settings import REPO_ROOT, ClientSettings, EmbedderSettings, GatewaySettings, StoreSettings
+from alexandria.errors import AlexandriaError
+from alexandria.settings import (
+    REPO_ROOT,
+    ClientSettings,
+    EmbedderProfile,
+    EmbedderSettings,
+    GatewaySettings,
+    StoreSettings,
+)
 from alexandria_stack.layout import SAMPLE_LIBRARY, StackLayout, wait_all_up
 from gateway.binding import require_safe_binding
 from services.host import SERVICES
@@ -59,19 +68,64 @@ class Child:
         return float(RESTART_BACKOFF_S * 2 ** (len(self.crashes) - 1))
 
 
+def choose_auto_profile(layout: StackLayout, store: StoreSettings) -> tuple[EmbedderProfile, str] | None:
+    """What EMBEDDER_PROFILE=auto runs on this CPU for this stack's library, and why (profiles.auto_on_cpu);
+    None when the settings name a profile or model, the embedder runs elsewhere (EMBEDDER_ADDR) or on a GPU."""
+    settings = EmbedderSettings()
+    if "embedder" in layout.overrides or settings.embedder_profile != "auto" or (
+            settings.embedder_model or settings.embedder_backend or settings.embedder_quantize):
+        return None
+    from alexandria_stack.models import recorded_model
+    from services.catalog.calibre_db import read_library
+    from services.embedder.loading import resolve_device
+    from services.embedder.profiles import AUTO_ON_CPU, auto_on_cpu
+
+    if resolve_device(settings.embedder_device) != "cpu":
+        return None
+    try:
+        made_with = recorded_model(store)
+    except AlexandriaError as exc:  # a server not up yet: what auto ran before it looked at the library
+        return AUTO_ON_CPU, f"the store could not be read to see which model made its collection ({exc.message})"
+    if made_with is not None:
+        return auto_on_cpu(made_with, {})
+    library = Path(os.environ.get("CALIBRE_LIBRARY_PATH") or SAMPLE_LIBRARY)
+    try:  # each book by its first language, as the sync plan counts them
+        languages = Counter(book.language for book in read_library(library).books.values())
+    except AlexandriaError:  # the catalog says why, once the stack is up
+        languages = Counter()
+    return auto_on_cpu(None, languages)
+
+
+def settle_auto_profile(layout: StackLayout, store: StoreSettings) -> str:
+    """Name the profile EMBEDDER_PROFILE=auto runs (choose_auto_profile) in this process's environment, which the
+    checks before the start and every child read; return which and why, in words ("" when auto chose nothing)."""
+    auto = choose_auto_profile(layout, store)
+    if auto is None:
+        return ""
+    profile, why = auto
+    os.environ["EMBEDDER_PROFILE"] = profile
+    said = f"{profile} (EMBEDDER_PROFILE=auto on this CPU; {why})"
+    log.info("embedder profile: %s", said)
+    return said
+
+
 def require_embedder_model(layout: StackLayout) -> None:
     """Before anything starts: fetch the models the embedder names by hub id that are not installed (when the
-    settings allow it), and refuse a stack whose embedder's model is missing (the embedder would fail on it
-    after the other processes had started). An embedder elsewhere (EMBEDDER_ADDR) has its own."""
+    settings allow it), build the multilingual profile's from its package, and refuse a stack whose embedder's model
+    is missing (the embedder would fail on it after the other processes had started). An embedder elsewhere
+    (EMBEDDER_ADDR) has its own."""
     if "embedder" in layout.overrides:
         return
     from alexandria_stack.models import fetch_missing
     from services.embedder.loading import resolve_device
+    from services.embedder.prepare import build_from_package
     from services.embedder.profiles import require_fetched, resolve_profile
 
     settings = EmbedderSettings()
     fetch_missing(settings)
-    require_fetched(resolve_profile(settings, resolve_device(settings.embedder_device)), settings.embedder_models_dir)
+    choice = resolve_profile(settings, resolve_device(settings.embedder_device))
+    build_from_package(choice, settings.embedder_models_dir)
+    require_fetched(choice, settings.embedder_models_dir)
 
 
 class StartFailed(Exception):
@@ -87,6 +141,7 @@ class Stack:
     store: StoreSettings
     clients: ClientSettings
     transport: Literal["http", "stdio"] = "http"
+    embedder_profile: str = ""  # what auto chose and why (settle_auto_profile), for the announcement
     children: list[Child] = field(default_factory=list)
 
     @property
@@ -293,6 +348,7 @@ async def run_stack(stack: Stack) -> int:
             f"  Health:                {stack.gateway_url}/health\n"
             f"  Calibre library:       {library}\n"
             f"  Store:                 {stack.store.backend} ({stack.layout.data_dir / 'store'})\n"
+            + (f"  Embedder profile:      {stack.embedder_profile}\n" if stack.embedder_profile else "") +
             f"Add Alexandria to Claude Code's .mcp.json:\n{mcp_config_snippet(stack.layout, stack.gateway_url)}\n"
             f"Press Ctrl-C to stop.",
             flush=True,

