@@ -76,7 +76,7 @@ PROFILES: dict[EmbedderProfile, Profile] = {
 # bench/retrieval.py (2 cores, the tool's defaults, recall@5 / MRR@10, 23 books): on
 # the widened set (questions over six plays nothing was tuned on) best 0.673 / 0.535, multilingual 0.654 / 0.455,
 # fast 0.603 / 0.464; on the check half 0.648 / 0.508, 0.557 / 0.429, 0.598 / 0.444; with the LLM's
-# hypothetical passages (check half) 0.984 / 0.918, 0.869 / 0.832, 0.943 / 0.880. But best ingests 51 sentences
+# hypothetical passages (check half) 0.992 / 0.920, 0.992 / 0.926, 0.984 / 0.917. But best ingests 51 sentences
 # a second against fast's 250, and its query through the gateway takes 1.54x as long with a passage as without
 # (64 against 41 ms p50; fast 1.25x, 42 against 33): a library of thousands of books on a CPU wants fast, and
 # multilingual answered 5 of the 10 off-topic questions (fast 1, best 2).
