@@ -317,12 +317,16 @@ def main(argv: list[str] | None = None) -> None:
                 run_stack,
                 settle_auto_profile,
             )
+            from gateway.binding import require_safe_binding
 
+            listen = gateway.model_copy(update={"gateway_host": args.host, "gateway_port": args.port})
+            if not args.stdio:
+                # Checked before anything starts: the gateway would refuse the same after the model had loaded.
+                require_safe_binding(listen)
             require_usable_data_dir(layout.data_dir)
             store = StoreSettings()
             profile = settle_auto_profile(layout, store)
             require_embedder_model(layout)
-            listen = gateway.model_copy(update={"gateway_host": args.host, "gateway_port": args.port})
             stack = Stack(layout, listen, store, clients, "stdio" if args.stdio else "http", profile)
             code = asyncio.run(run_stack(stack))
         elif args.command == "mcp":

@@ -36,7 +36,6 @@ from alexandria.settings import (
     StoreSettings,
 )
 from alexandria_stack.layout import SAMPLE_LIBRARY, StackLayout, wait_all_up
-from gateway.binding import require_safe_binding
 from services.host import SERVICES
 
 log = logging.getLogger("launcher")
@@ -179,9 +178,6 @@ class Stack:
         return children
 
     async def start(self) -> None:
-        if self.transport == "http":
-            # Checked before anything starts: the gateway would refuse the same after the model had loaded.
-            require_safe_binding(self.gateway)
         self.layout.run_dir.mkdir(parents=True, exist_ok=True)
         Path(self.environment()["LOCAL_INGEST_PATH"]).mkdir(parents=True, exist_ok=True)
         if self.gateway_port == 0:
