@@ -120,7 +120,10 @@ def main() -> None:
     if not PRIDE.is_file():
         raise SystemExit(f"needs the shared corpus: {PRIDE} is missing")
     with tempfile.TemporaryDirectory(prefix="alexandria-ingest-bench-") as scratch:
-        stack = start_stack(Path(scratch) / "var", LIBRARY)
+        # The profile the bare encode runs (EMBEDDER_PROFILE, auto as the embedder resolves it alone), not the one
+        # `alexandria up` would choose by the library's languages: both sides of the ratio run the same model.
+        profile = resolve_profile(EmbedderSettings(), "cpu").profile
+        stack = start_stack(Path(scratch) / "var", LIBRARY, extra_env={"EMBEDDER_PROFILE": profile})
         try:
             wall, result, stages = asyncio.run(ingest_through_gateway(stack.mcp_url))
             sentences_s, chunks_s, sentence_count, chunk_count = bare_encode()
