@@ -35,7 +35,7 @@ from alexandria.settings import (
     GatewaySettings,
     StoreSettings,
 )
-from alexandria_stack.layout import SAMPLE_LIBRARY, StackLayout, wait_all_up
+from alexandria_stack.layout import StackLayout, served_library, wait_all_up
 from services.host import SERVICES
 
 log = logging.getLogger("launcher")
@@ -87,9 +87,9 @@ def choose_auto_profile(layout: StackLayout, store: StoreSettings) -> tuple[Embe
         return AUTO_ON_CPU, f"the store could not be read to see which model made its collection ({exc.message})"
     if made_with is not None:
         return auto_on_cpu(made_with, {})
-    library = Path(os.environ.get("CALIBRE_LIBRARY_PATH") or SAMPLE_LIBRARY)
-    try:  # each book by its first language, as the sync plan counts them
-        languages = Counter(book.language for book in read_library(library).books.values())
+    try:  # each book with a file by its first language, as the sync plan counts them
+        books = read_library(Path(served_library(os.environ))).books.values()
+        languages = Counter(book.language for book in books if book.formats)
     except AlexandriaError:  # the catalog says why, once the stack is up
         languages = Counter()
     return auto_on_cpu(None, languages)
@@ -155,7 +155,7 @@ class Stack:
         env = dict(os.environ)
         env.setdefault("HF_HUB_OFFLINE", "1")
         env["ALEXANDRIA_DATA_DIR"] = str(self.layout.data_dir)
-        env.setdefault("CALIBRE_LIBRARY_PATH", str(SAMPLE_LIBRARY))
+        env["CALIBRE_LIBRARY_PATH"] = served_library(env)
         env.setdefault("LOCAL_INGEST_PATH", str(self.layout.data_dir / "inbox"))
         for name in SERVICES:
             env[f"{name.upper()}_LISTEN"] = self.layout.socket(name)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import getpass
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +22,11 @@ from services.host import SERVICES
 # The project's own small Calibre library (samples/make_library.py builds it): what `alexandria up` serves
 # unless CALIBRE_LIBRARY_PATH names another.
 SAMPLE_LIBRARY = REPO_ROOT / "samples" / "library"
+
+
+def served_library(env: Mapping[str, str]) -> str:
+    """The Calibre library a stack started with environment `env` serves."""
+    return env.get("CALIBRE_LIBRARY_PATH", str(SAMPLE_LIBRARY))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from alexandria.settings import EmbedderSettings, StoreSettings
 from services.embedder.hub import MANIFEST, OFFLINE, Manifest, hub_folder, pull, pull_command
 from services.embedder.loading import resolve_device
 from services.embedder.model_folder import read_facts
-from services.embedder.profiles import is_fetched, resolve_profile
+from services.embedder.profiles import is_fetched, recorded_base_name, resolve_profile
 
 REDRAW_S = 0.5
 
@@ -105,7 +105,7 @@ def collections_by_model(store: StoreSettings) -> dict[str, list[str]]:
     status`."""
     found: dict[str, list[str]] = defaultdict(list)
     for collection, model in embedded_collection_models(store).items():
-        found[model.split("+")[0]].append(collection)  # run at int8 or bf16, a model's vectors get a suffix
+        found[recorded_base_name(model)].append(collection)
     return found
 
 

@@ -88,6 +88,11 @@ AUTO_ON_GPU: EmbedderProfile = "gpu"  # once its models are fetched; until then:
 AUTO_ON_GPU_UNFETCHED: EmbedderProfile = "best"
 
 
+def recorded_base_name(recorded_model: str) -> str:
+    """A recorded model name without the suffix its backend and precision add (loading.name_suffix)."""
+    return recorded_model.split("+")[0]
+
+
 def auto_on_cpu(recorded_model: str | None, books_by_language: Mapping[str, int]) -> tuple[EmbedderProfile, str]:
     """What `auto` runs on a CPU for a library, and why, in words: the profile that made its collection when it
     has one (`recorded_model`, the name it records; AUTO_ON_CPU for a model no profile runs), else `multilingual`
@@ -96,7 +101,7 @@ def auto_on_cpu(recorded_model: str | None, books_by_language: Mapping[str, int]
     multilingual 0.823 against fast's 0.375, on English within 0.04 either way (README, *Which profile answers
     best*); fast ingests twice as fast."""
     if recorded_model is not None:
-        kept = AUTO_KEEPS.get(recorded_model.split("+")[0], AUTO_ON_CPU)
+        kept = AUTO_KEEPS.get(recorded_base_name(recorded_model), AUTO_ON_CPU)
         return kept, f"the library's collection was made with {recorded_model}"
     trained = trained_languages(PROFILES[AUTO_ON_CPU].model)
     assert trained is not None  # AUTO_ON_CPU runs a model model_languages knows
