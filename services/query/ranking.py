@@ -149,7 +149,8 @@ def best_first(scores: np.ndarray) -> list[int]:
 
 def first_stage_terms(question: SparseVector, passage: SparseVector | None) -> SparseVector:
     """The lexical terms the first stage searches for: the question's, and the hypothetical passage's beside them
-    (each distinct term once, as a query's are)."""
+    (each distinct term once, as a query's are). They cost about 1.3 ms a search and pay for it: without them, the
+    LLM's passages on bench/retrieval.py's tuning half went from 0.96 to 0.92 recall@5 (fast)."""
     if passage is None:
         return question
     indices = list(dict.fromkeys([*question.indices, *passage.indices]))
