@@ -36,8 +36,10 @@ With no size (no --points, no --books), only step 1: the sync and the embedder's
    shows the compaction's seconds; the build's throughput is the build's).
 Before building, the free disk is checked against an estimate (from the synced books' own bytes a
 point); the bench refuses when the estimate does not fit. The scratch directory is removed at the end
-unless --keep. `--sweep` builds nothing: on the collection a --keep run left it measures the ANN recall
-(both) and query time at each --ef (hnsw_ef) and --oversampling (of a quantised collection) given.
+unless --keep. A --keep build stopped before its end (a killed process, a restarted machine) goes on
+from the copies already written with `--resume` and the same sizes. `--sweep` builds nothing: on the
+collection a --keep run left it measures the ANN recall (both) and query time at each --ef (hnsw_ef) and
+--oversampling (of a quantised collection) given.
 `--kept` builds nothing either: it measures every figure of step 2 but the build's on the collection a --keep
 run left, after compacting it with --compact-mb (a collection compacted before by `alexandria compact` is
 measured as it stands); the scratch directory is kept. With --memory-gb, the whole stack (every process
@@ -77,7 +79,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mcp import Client
 from query import Latency, call_tool, distinct_questions, query_tool, timed
 from questions import DEFAULT_CORPUS, load_questions
-from replica import SourceBooks, write_copies
+from replica import COPIES_PER_ROUND, SourceBooks, write_copies
 from retrieval import store_settings
 from stack import rss_mb
 
@@ -221,6 +223,16 @@ class ExactSearch:
         """Room for `copies` copies of the source's vectors, in a file in the scratch directory."""
         rows = (copies * len(source.records), source.vector_size)
         return cls(source, np.lib.format.open_memmap(scratch / VECTORS_FILE, "w+", np.float32, rows), 0)
+
+    @classmethod
+    def resumed(cls, scratch: Path, source: SourceBooks, copies: int, written_copies: int) -> ExactSearch:
+        """The file an interrupted --keep run was filling for `copies` copies, its first `written_copies` written."""
+        vectors = np.load(scratch / VECTORS_FILE, mmap_mode="r+")
+        if vectors.shape != (copies * len(source.records), source.vector_size):
+            raise SystemExit(f"{scratch / VECTORS_FILE} holds room for {vectors.shape[0]:,} vectors, not the "
+                             f"{copies * len(source.records):,} of {copies} copies: resume with the sizes the "
+                             "interrupted run was given, or build anew without --resume")
+        return cls(source, vectors, written_copies * len(source.records))
 
     @classmethod
     def kept(cls, scratch: Path, source: SourceBooks, points: int) -> ExactSearch:
@@ -526,14 +538,24 @@ def run(args: argparse.Namespace) -> tuple[list[Size], EmbedderMemory | None, St
                          | {-(-b // source.books) for b in args.books})
         log.info("source: %d books, %d points (%d passages); sizes: %s copies", source.books, len(source.records),
                  source.passages, targets)
-        store.delete_collection(BENCH)
+        done = resumable_copies(store, source) if args.resume and targets else 0
+        if not done:
+            store.delete_collection(BENCH)
         if not targets:
             return [], memory, settings
-        check_disk(scratch, estimate_bytes(settings, source_collection, source, targets[-1]),
-                   f"{targets[-1] * len(source.records):,} points")
-        exact = ExactSearch.create(scratch, source, targets[-1])
-        sizes, done = [], 0
-        for copies in targets:
+        if done >= targets[-1]:
+            raise SystemExit(f"the bench collection already holds the {targets[-1]} copies asked for: measure it with "
+                             "--kept")
+        if done:
+            log.info("resuming: %d of %d copies are in the bench collection; writing from copy %d", done,
+                     targets[-1], done)
+            exact = ExactSearch.resumed(scratch, source, targets[-1], done)
+        else:
+            check_disk(scratch, estimate_bytes(settings, source_collection, source, targets[-1]),
+                       f"{targets[-1] * len(source.records):,} points")
+            exact = ExactSearch.create(scratch, source, targets[-1])
+        sizes = []
+        for copies in (target for target in targets if target > done):
             written = write_copies(store, source, BENCH, range(done, copies), exact.add)
             store.close()
             build_s = (written.points, written.upsert_s, written.optimize_s)
@@ -552,6 +574,15 @@ def run(args: argparse.Namespace) -> tuple[list[Size], EmbedderMemory | None, St
     finally:
         store.close()
     return sizes, memory, settings
+
+
+def resumable_copies(store: Store, source: SourceBooks) -> int:
+    """The copies in the bench collection an interrupted --keep run left, down to a whole round: the round it was
+    writing is written again (a copy's points and noise depend on its number alone, so rewriting them is idempotent)."""
+    if store.collection_info(BENCH) is None:
+        return 0
+    copies = store.count(BENCH) // len(source.records)
+    return copies // COPIES_PER_ROUND * COPIES_PER_ROUND
 
 
 def store_stages(store: Store, queries: np.ndarray, texts: list[str]) -> dict[str, float]:
@@ -732,6 +763,9 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--scratch", type=Path, default=DEFAULT_SCRATCH)
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory (the synced source too)")
+    parser.add_argument("--resume", action="store_true",
+                        help="with --keep and the same sizes: go on with the build an interrupted --keep run left in "
+                             "the scratch directory instead of starting it again")
     parser.add_argument("--compact-mb", type=int,
                         help="then compact the largest size into segments of up to this many MB and measure it again")
     parser.add_argument("--sweep", action="store_true",
