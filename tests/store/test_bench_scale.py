@@ -92,3 +92,35 @@ def test_a_collection_measured_without_building_it_leaves_the_build_figures_blan
     summary = scale.summary([size], None, settings_for("embedded", Path("unused")))
     assert summary["write_pps"] is None and summary["estimate_10000_books"]["build_hours"] is None
     assert summary["estimate_10000_books"]["disk_gb"] == pytest.approx(0.51 * 1000, abs=0.1)
+
+
+def test_a_stopped_build_resumes_from_its_last_whole_round(tmp_path: Path) -> None:
+    copies = replica.COPIES_PER_ROUND * 2 + 3
+    store = open_store(settings_for("embedded", tmp_path))
+    try:
+        store.ensure_collection(COLLECTION, DIMENSION, METADATA)
+        store.upsert(COLLECTION, [*[stored_point(p) for p in PASSAGES], *_chapter()])
+        store.set_payload(COLLECTION, Filter(), {f.COMPLETE: True})
+        source = replica.SourceBooks.read(store, COLLECTION)
+        assert scale.resumable_copies(store, source) == 0  # no bench collection yet
+
+        exact = scale.ExactSearch.create(tmp_path, source, copies)
+        round_end = replica.COPIES_PER_ROUND
+        replica.write_copies(store, source, scale.BENCH, range(round_end), exact.add)
+        # stopped in the middle of the next round: two copies of it written, the rest not
+        replica.write_copies(store, source, scale.BENCH, range(round_end, round_end + 2), exact.add)
+        exact.vectors.flush()
+        assert scale.resumable_copies(store, source) == round_end
+
+        with pytest.raises(SystemExit, match="resume with the sizes"):
+            scale.ExactSearch.resumed(tmp_path, source, copies + 1, round_end)
+        resumed = scale.ExactSearch.resumed(tmp_path, source, copies, round_end)
+        assert resumed.written == round_end * len(source.records)
+        replica.write_copies(store, source, scale.BENCH, range(round_end, copies), resumed.add)
+
+        points = store.scroll(scale.BENCH, None, limit=10 * copies * len(source.records), with_vectors=True)
+        assert len({p.id for p in points}) == len(points) == copies * len(source.records)
+        assert resumed.written == copies * len(source.records)
+        assert not np.any(np.all(np.asarray(resumed.vectors) == 0, axis=1))  # every row of the exact search written
+    finally:
+        store.close()
