@@ -781,6 +781,8 @@ def main() -> None:
     parser.add_argument("--oversampling", type=float, action="append", default=[],
                         help="with --sweep: a quantised collection's oversampling (repeatable)")
     args = parser.parse_args()
+    if args.resume and not args.keep:
+        parser.error("--resume goes with --keep: a build that is resumed is one whose scratch directory is kept")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     configure_logging("bench.scale", "WARNING")
     log.setLevel(logging.INFO)
