@@ -311,12 +311,7 @@ def main(argv: list[str] | None = None) -> None:
     layout = StackLayout.from_settings(StackSettings())
     try:
         if args.command == "up":
-            from alexandria_stack.launcher import (
-                Stack,
-                require_embedder_model,
-                run_stack,
-                settle_auto_profile,
-            )
+            from alexandria_stack.launcher import Stack, prepare_embedder, run_stack
             from gateway.binding import require_safe_binding
 
             listen = gateway.model_copy(update={"gateway_host": args.host, "gateway_port": args.port})
@@ -325,8 +320,7 @@ def main(argv: list[str] | None = None) -> None:
                 require_safe_binding(listen)
             require_usable_data_dir(layout.data_dir)
             store = StoreSettings()
-            profile = settle_auto_profile(layout, store)
-            require_embedder_model(layout)
+            profile = prepare_embedder(layout, store)
             stack = Stack(layout, listen, store, clients, "stdio" if args.stdio else "http", profile)
             code = asyncio.run(run_stack(stack))
         elif args.command == "mcp":

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import multiprocessing
 import os
 import signal
 import socket
@@ -19,6 +20,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Awaitable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -125,6 +127,27 @@ def require_embedder_model(layout: StackLayout) -> None:
     choice = resolve_profile(settings, resolve_device(settings.embedder_device))
     build_from_package(choice, settings.embedder_models_dir)
     require_fetched(choice, settings.embedder_models_dir)
+
+
+def prepare_embedder(layout: StackLayout, store: StoreSettings) -> str:
+    """settle_auto_profile and require_embedder_model in a child process, whose choice this process then takes.
+
+    Both import torch and the model libraries, which a process keeps once imported: the launcher lives as long as
+    the stack it watches, and held them (340 MB resident) beside the processes that use a model, in a memory budget
+    shared by the whole stack. The child is forked, so its fetch progress and log lines reach the terminal as before.
+    """
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as child:
+        profile, said = child.submit(_prepared_embedder, layout, store).result()
+    if profile is not None:
+        os.environ["EMBEDDER_PROFILE"] = profile
+    return said
+
+
+def _prepared_embedder(layout: StackLayout, store: StoreSettings) -> tuple[str | None, str]:
+    """What prepare_embedder's child runs: the profile it settled on (None: left unset) and what it said of it."""
+    said = settle_auto_profile(layout, store)
+    require_embedder_model(layout)
+    return os.environ.get("EMBEDDER_PROFILE"), said
 
 
 class StartFailed(Exception):

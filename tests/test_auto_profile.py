@@ -4,6 +4,8 @@ for a new library, and the one that made its collection for a library already in
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -66,3 +68,23 @@ def test_the_choice_is_what_the_stack_and_its_checks_run(tmp_path: Path, monkeyp
     assert os.environ["EMBEDDER_PROFILE"] == "multilingual"
     assert said.startswith("multilingual (EMBEDDER_PROFILE=auto on this CPU; books in languages fast's model was not "
                            "trained on (English only): 1 of the library's 4)")
+
+
+def test_the_launcher_settles_the_profile_in_a_child_and_holds_no_model_library(tmp_path: Path) -> None:
+    """The launcher lives as long as the stack: torch and the model libraries stay out of it (the child imports them)."""
+    script = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from alexandria.settings import StoreSettings\n"
+        "from alexandria_stack.launcher import prepare_embedder\n"
+        "from alexandria_stack.layout import StackLayout\n"
+        "said = prepare_embedder(StackLayout(Path(sys.argv[1])), StoreSettings())\n"
+        "print(os.environ['EMBEDDER_PROFILE'], '|', said, '|', sorted({'torch', 'sentence_transformers', 'openvino'} "
+        "& set(sys.modules)))\n"
+    )
+    env = {**os.environ, "EMBEDDER_PROFILE": "auto", "ALEXANDRIA_DATA_DIR": str(tmp_path)}
+    ran = subprocess.run([sys.executable, "-c", script, str(tmp_path)], env=env, capture_output=True, text=True,
+                         timeout=300, check=True)
+    profile, said, imported = ran.stdout.strip().splitlines()[-1].split(" | ")
+    assert profile == "multilingual" and said.startswith("multilingual (EMBEDDER_PROFILE=auto on this CPU")
+    assert imported == "[]"
