@@ -139,7 +139,7 @@ async def cmd_status(layout: StackLayout, settings: ClientSettings) -> int:
               f"{stats.backend} store, status {stats.status}")
         if stats.quantization:
             print(f"           {storage_line(stats)}")
-        for note in (stats.model_note, stats.language_note):
+        for note in (stats.model_note, stats.language_note, stats.search_note):
             if note:
                 print(f"           {note}")
         await query.close()

@@ -89,7 +89,7 @@ from alexandria.settings import ClientSettings, StoreSettings
 from alexandria.store import DENSE, WINDOWS, Store, StoredPoint, open_store
 from alexandria.store import schema as f
 from alexandria.store.common import disk_usage
-from alexandria.store.embedded import shard_segments
+from alexandria.store.embedded import EmbeddedStore, shard_segments
 from alexandria.store.factory import compact
 from alexandria.store.lexical import encode_query
 from alexandria.store.model import SPARSE
@@ -654,7 +654,8 @@ def measure_kept(args: argparse.Namespace) -> tuple[Size, StoreSettings]:
 def sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
     """ANN recall and query time of the bench collection a --keep run left, and the time of each store call
     of a query, at each search setting asked: hnsw_ef, and the oversampling of a quantised collection (the
-    layout is the collection's own)."""
+    layout is the collection's own). A row names what each segment was searched with: a collection of many
+    segments is searched with less than the settings ask (EmbeddedStore.dense_search)."""
     scratch: Path = args.scratch.resolve()
     settings, _, exact = kept_collection(scratch)
     queries = np.load(scratch / "questions.npy")
@@ -667,11 +668,15 @@ def sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
             store = open_store(settings.model_copy(update={
                 "qdrant_hnsw_ef": ef, "qdrant_quantization_oversampling": oversampling}))
             try:
+                # What each segment is searched with: the settings', unless the collection's size changes it.
+                assert isinstance(store, EmbeddedStore)  # this bench measures the embedded store a stack runs
+                searched = store.dense_search(BENCH)
                 ann = ann_recall(store, exact, queries, truth)
                 stages = store_stages(store, queries, texts)
             finally:
                 store.close()
-            rows.append({"points": points, "hnsw_ef": ef, "oversampling": oversampling, **asdict(ann), **stages})
+            rows.append({"points": points, "hnsw_ef": searched.hnsw_ef, "oversampling": searched.oversampling,
+                         "asked_hnsw_ef": ef, "asked_oversampling": oversampling, **asdict(ann), **stages})
             log.info("%s", rows[-1])
     return rows
 

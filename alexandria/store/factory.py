@@ -110,7 +110,7 @@ def compact(settings: StoreSettings, max_segment_mb: int, report: Callable[[str]
             store.optimize(collection)
         seconds = time.perf_counter() - started
         store.mark_compacted(collection)
-        hnsw_ef = store.dense_search_ef(collection)
+        hnsw_ef = store.dense_search(collection).hnsw_ef
     finally:
         store.close()
     # Counted closed: the segments a merge replaced are deleted when the shard closes.

@@ -159,12 +159,22 @@ class CollectionLayout:
 
 
 @dataclass(frozen=True)
+class DenseSearch:
+    """How a dense search walks each segment of a collection: candidates visited in its graph, and quantised
+    candidates rescored with the originals per result."""
+
+    hnsw_ef: int
+    oversampling: float
+
+
+@dataclass(frozen=True)
 class CollectionStorage:
     """What a collection takes on disk, and how its dense vectors are kept (for statistics)."""
 
     quantization: str  # of the collection's dense vectors, as it was made: none, int8, binary (product)
     disk_bytes: int | None  # bytes the collection's files take on disk (blocks, not sizes); None: unknown
     wal_bytes: int | None  # the part of disk_bytes in its write-ahead log; None: unknown
+    search_note: str = ""  # when its dense searches differ from the settings', how and why (by its size)
 
 
 class Store(Protocol):

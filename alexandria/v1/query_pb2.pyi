@@ -265,7 +265,7 @@ class GetCollectionStatsRequest(_message.Message):
     def __init__(self, collection: _Optional[str] = ...) -> None: ...
 
 class CollectionStats(_message.Message):
-    __slots__ = ("connected", "collection_name", "points_count", "vector_size", "status", "books", "model", "backend", "disk_bytes", "wal_bytes", "quantization", "language_note", "model_note")
+    __slots__ = ("connected", "collection_name", "points_count", "vector_size", "status", "books", "model", "backend", "disk_bytes", "wal_bytes", "quantization", "language_note", "model_note", "search_note")
     CONNECTED_FIELD_NUMBER: _ClassVar[int]
     COLLECTION_NAME_FIELD_NUMBER: _ClassVar[int]
     POINTS_COUNT_FIELD_NUMBER: _ClassVar[int]
@@ -279,6 +279,7 @@ class CollectionStats(_message.Message):
     QUANTIZATION_FIELD_NUMBER: _ClassVar[int]
     LANGUAGE_NOTE_FIELD_NUMBER: _ClassVar[int]
     MODEL_NOTE_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_NOTE_FIELD_NUMBER: _ClassVar[int]
     connected: bool
     collection_name: str
     points_count: int
@@ -292,4 +293,5 @@ class CollectionStats(_message.Message):
     quantization: str
     language_note: str
     model_note: str
-    def __init__(self, connected: _Optional[bool] = ..., collection_name: _Optional[str] = ..., points_count: _Optional[int] = ..., vector_size: _Optional[int] = ..., status: _Optional[str] = ..., books: _Optional[int] = ..., model: _Optional[str] = ..., backend: _Optional[str] = ..., disk_bytes: _Optional[int] = ..., wal_bytes: _Optional[int] = ..., quantization: _Optional[str] = ..., language_note: _Optional[str] = ..., model_note: _Optional[str] = ...) -> None: ...
+    search_note: str
+    def __init__(self, connected: _Optional[bool] = ..., collection_name: _Optional[str] = ..., points_count: _Optional[int] = ..., vector_size: _Optional[int] = ..., status: _Optional[str] = ..., books: _Optional[int] = ..., model: _Optional[str] = ..., backend: _Optional[str] = ..., disk_bytes: _Optional[int] = ..., wal_bytes: _Optional[int] = ..., quantization: _Optional[str] = ..., language_note: _Optional[str] = ..., model_note: _Optional[str] = ..., search_note: _Optional[str] = ...) -> None: ...

@@ -264,6 +264,7 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
             wal_bytes=stats.wal_bytes,
             quantization=stats.quantization,
             language_note=stats.language_note,
+            search_note=stats.search_note,
             model_note=await self._model_note(collection, stats.model, stats.vector_size),
         )
 

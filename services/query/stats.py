@@ -31,6 +31,7 @@ class CollectionStatistics:
     wal_bytes: int | None = None
     quantization: str = ""  # of the dense vectors; empty when there is no collection
     language_note: str = ""  # many books in languages the model was not trained on (model_languages.py)
+    search_note: str = ""  # its size changed how its dense searches run (CollectionStorage.search_note)
 
 
 def collection_stats(store: Store, collection: str) -> CollectionStatistics:
@@ -63,4 +64,5 @@ def collection_stats(store: Store, collection: str) -> CollectionStatistics:
         wal_bytes=storage.wal_bytes,
         quantization=storage.quantization,
         language_note=language_note,
+        search_note=storage.search_note,
     )

@@ -316,6 +316,7 @@ async def test_collection_stats(stack: Stack) -> None:
     # no search returns (an ingest killed half-way leaves such points until the book is ingested again).
     assert stats.points_count == 12 and stats.vector_size == 384 and stats.model == stack.model_name
     assert stats.quantization == "int8" and 0 < stats.wal_bytes < stats.disk_bytes <= disk_usage(stack.data_dir)
+    assert stats.search_note == ""  # two books in a segment or two: searched as the settings say
     default = await stack.query.GetCollectionStats(query_pb2.GetCollectionStatsRequest(), timeout=10)
     assert default.collection_name == COLLECTION and default.books == 2
     missing = await stack.query.GetCollectionStats(query_pb2.GetCollectionStatsRequest(collection="nothing"), timeout=10)

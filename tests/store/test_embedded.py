@@ -18,7 +18,7 @@ from alexandria.store import embedded as embedded_module
 from alexandria.store import schema as f
 from alexandria.store.embedded import EmbeddedStore, shard_segments
 from alexandria.store.factory import compact, reporting_progress
-from alexandria.store.model import CollectionLayout
+from alexandria.store.model import CollectionLayout, DenseSearch
 from store.synthetic import COLLECTION, DIMENSION, METADATA, PASSAGES, axis, settings_for, stored_point
 
 
@@ -167,6 +167,35 @@ def _written_in_small_segments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
         store.close()
 
 
+def test_a_collection_past_eight_segments_asks_less_of_each_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    layout = CollectionLayout()
+    _written_in_small_segments(tmp_path, monkeypatch, books=2)
+    store = EmbeddedStore.open(settings_for("embedded", tmp_path).embedded_path, 2, layout, max_segment_kb=2)
+    try:
+        assert store.segment_count(COLLECTION) <= 8
+        assert store.dense_search(COLLECTION) == DenseSearch(layout.hnsw_ef, layout.oversampling)
+        assert store.collection_storage(COLLECTION).search_note == ""
+    finally:
+        store.close()
+
+    _written_in_small_segments(tmp_path, monkeypatch, books=10)  # the same collection grown to 10 books
+    store = EmbeddedStore.open(settings_for("embedded", tmp_path).embedded_path, 2, layout, max_segment_kb=2)
+    try:
+        segments = store.segment_count(COLLECTION)
+        assert segments > 8
+        assert store.dense_search(COLLECTION) == DenseSearch(layout.hnsw_ef // 2, 1.0)
+        assert store.collection_storage(COLLECTION).search_note == (
+            f"dense searches visit {layout.hnsw_ef // 2} candidates a segment and rescore 1x the results ({segments} "
+            f"segments, past 8; QDRANT_HNSW_EF {layout.hnsw_ef}, QDRANT_QUANTIZATION_OVERSAMPLING 2)")
+        # Still every point: the nearest one first, within the filter.
+        hits = store.query_dense(COLLECTION, axis(7), Filter(must={f.BOOK_KEY: "book-3"}), 1)
+        assert [(h.payload[f.BOOK_KEY], h.payload["n"]) for h in hits] == [("book-3", 7)]
+    finally:
+        store.close()
+
+
 def test_compact_merges_a_collections_segments_and_later_merges_keep_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -193,10 +222,10 @@ def test_compact_merges_a_collections_segments_and_later_merges_keep_them(
         assert [(h.payload[f.BOOK_KEY], h.payload["n"]) for h in hits] == [("book-3", 7)]
         assert store.segment_count(COLLECTION) == compaction.segments_after
         # Every later process searches its larger graphs deeper.
-        assert store.dense_search_ef(COLLECTION) == compaction.hnsw_ef
+        assert store.dense_search(COLLECTION).hnsw_ef == compaction.hnsw_ef
         store.delete_collection(COLLECTION)
         store.ensure_collection(COLLECTION, DIMENSION, METADATA)  # made anew: no longer compacted
-        assert store.dense_search_ef(COLLECTION) == CollectionLayout().hnsw_ef
+        assert store.dense_search(COLLECTION).hnsw_ef == CollectionLayout().hnsw_ef
     finally:
         store.close()
 
