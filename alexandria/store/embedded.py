@@ -127,7 +127,7 @@ _SEGMENTS = 8
 # its segments holds a small share of a query's nearest points, so each is searched with half QDRANT_HNSW_EF and
 # rescores only as many quantised candidates as it returns. At 10,000 books (57 segments, int8): recall@10 by
 # distance 0.9995 -> 0.985, a dense search of 100 candidates 103 -> 38 ms from a cold page cache (most of it the
-# rescoring's reads of originals on disk), precise p50 through the stack 171.5 -> 110.2 ms (bench/scale.py).
+# rescoring's reads of originals on disk), precise p50 through the stack 171.5 -> 110-126 ms (bench/scale.py --kept, two runs).
 # Fewer segments are searched as the settings say: with one segment, oversampling 1 lost 1.4% of the top 50.
 MANY_SEGMENTS_EF_SHARE = 0.5
 # The lexical index by how a collection was laid out (its `on_disk`). In RAM (the engine's default) it is the
@@ -176,17 +176,16 @@ class EmbeddedStore(Store):
         )
         # Rescoring asked for on every dense search: a collection keeps the quantisation it was made with,
         # whatever this process's settings, and an unquantised one ignores it.
-        self._dense_search, self._many_segments_search, self._compacted_search = (
-            edge.SearchParams(
+        self._set_search = DenseSearch(layout.hnsw_ef, layout.oversampling)
+        self._many_segments_search = DenseSearch(max(1, int(layout.hnsw_ef * MANY_SEGMENTS_EF_SHARE)), 1.0)
+        self._compacted_search = DenseSearch(layout.hnsw_ef * COMPACTED_EF_FACTOR, layout.oversampling)
+        self._search_params = {
+            search: edge.SearchParams(
                 hnsw_ef=search.hnsw_ef,
                 quantization=edge.QuantizationSearchParams(rescore=True, oversampling=search.oversampling),
             )
-            for search in (
-                DenseSearch(layout.hnsw_ef, layout.oversampling),
-                DenseSearch(max(1, int(layout.hnsw_ef * MANY_SEGMENTS_EF_SHARE)), 1.0),
-                DenseSearch(layout.hnsw_ef * COMPACTED_EF_FACTOR, layout.oversampling),
-            )
-        )
+            for search in (self._set_search, self._many_segments_search, self._compacted_search)
+        }
         self._shards: dict[str, edge.EdgeShard] = {}  # by the collection's own name
         self._compacted: set[str] = set()  # own names
         self._segments: dict[str, int] = {}  # by own name: counted when a shard loads and after each optimize
@@ -339,18 +338,19 @@ class EmbeddedStore(Store):
             self._compacted.add(target)
 
     def dense_search(self, collection: str) -> DenseSearch:
-        """How a dense search of `collection` searches each of its segments (compacted, or many of them, or not)."""
-        params = self._dense_params(collection)
-        assert params.hnsw_ef is not None and params.quantization is not None  # this store's params set both
-        return DenseSearch(params.hnsw_ef, params.quantization.oversampling or 1.0)
+        """How a dense search of `collection` (or the collection it is an alias of) searches each of its segments:
+        deeper once compacted, less in each of many, else as the settings say."""
+        target = self._aliases.get(collection, collection)
+        if target in self._compacted:
+            return self._compacted_search
+        return self._many_segments_search if self._segments.get(target, 0) > _SEGMENTS else self._set_search
 
     def _search_note(self, collection: str) -> str:
         """What `alexandria status` says of a collection searched otherwise than the settings say ("" when it is not)."""
         target = self.collection_target(collection)
-        params = self._dense_params(collection)
-        if params is self._dense_search:
-            return ""
         search = self.dense_search(collection)
+        if search == self._set_search:
+            return ""
         why = "compacted" if target in self._compacted else f"{self._segments[target]} segments, past {_SEGMENTS}"
         return (f"dense searches visit {search.hnsw_ef} candidates a segment and rescore {search.oversampling:g}x "
                 f"the results ({why}; QDRANT_HNSW_EF {self._layout.hnsw_ef}, "
@@ -617,11 +617,8 @@ class EmbeddedStore(Store):
         log.info("dropped collection %s", collection)
 
     def _dense_params(self, collection: str) -> edge.SearchParams:
-        """How a dense search of `collection` (or the collection it is an alias of) walks its graphs."""
-        target = self._aliases.get(collection, collection)
-        if target in self._compacted:
-            return self._compacted_search
-        return self._many_segments_search if self._segments.get(target, 0) > _SEGMENTS else self._dense_search
+        """The engine's parameters for `collection`'s dense searches (dense_search)."""
+        return self._search_params[self.dense_search(collection)]
 
     def _read_aliases(self) -> dict[str, str]:
         path = self._root / _ALIASES_FILE
