@@ -88,8 +88,9 @@ def compact(settings: StoreSettings, max_segment_mb: int, report: Callable[[str]
     In this process, which the merge holds until it is done: the stack, which owns the store while it runs, must
     be stopped, or opening the store fails naming it. The merged segments stay as they are when the stack opens
     the store again with its own, smaller cap. `report` gets a line once every check has passed, then one every
-    PROGRESS_S while the merges run. The collection is marked compacted: its dense searches visit more
-    candidates from then on (EmbeddedStore.mark_compacted).
+    PROGRESS_S while the merges run. Its payload indexes are first made as a new collection's (on disk under
+    QDRANT_ON_DISK). The collection is marked compacted: its dense searches visit more candidates from then on
+    (EmbeddedStore.mark_compacted).
     """
     check_compactable(settings, max_segment_mb)
     from alexandria.store.embedded import EmbeddedStore, shard_segment_bytes, shard_segments
@@ -107,6 +108,8 @@ def compact(settings: StoreSettings, max_segment_mb: int, report: Callable[[str]
                f"into segments of up to {max_segment_mb} MB: on a large library, best left to run overnight")
         started = time.perf_counter()
         with reporting_progress(shard, segment_bytes, report):
+            # Before the merges, so that the segments they write carry the indexes a new collection gets.
+            store.lay_out_payload_indexes(collection)
             store.optimize(collection)
         seconds = time.perf_counter() - started
         store.mark_compacted(collection)

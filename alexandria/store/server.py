@@ -75,9 +75,6 @@ from alexandria.store.model import (
 
 log = logging.getLogger(__name__)
 
-_TEXT_INDEX = models.TextIndexParams(
-    type=models.TextIndexType.TEXT, tokenizer=models.TokenizerType.WORD, lowercase=True, ascii_folding=True
-)
 # always_ram: the quantised copies stay in RAM, where the search over all of them runs; the 0.99 quantile
 # bounds the int8 range, so a few outlying components do not coarsen all the others.
 _QUANTIZATION: dict[VectorQuantization, models.QuantizationConfig | None] = {
@@ -182,10 +179,12 @@ class ServerStore(Store):
                 info = self._create_collection(collection, dimension, metadata)
         check_dimension(info, dimension, metadata)
         if self._builds_indexes:
-            # Idempotent, and it gives collections made before an index was added to schema.py that index.
+            # A collection made before an index was added to schema.py gets it; the indexes it has stay as they were made.
             with self._errors(collection):
-                for field_name, index in _payload_indexes():
-                    self._client.create_payload_index(collection, field_name, index, wait=True)
+                indexed = self._client.get_collection(collection).payload_schema
+                for field_name, index in _payload_indexes(self._layout.on_disk):
+                    if field_name not in indexed:
+                        self._client.create_payload_index(collection, field_name, index, wait=True)
         self._known_collections.add(collection)
         return info
 
@@ -491,12 +490,21 @@ def _quantization_of(config: models.QuantizationConfig | None) -> str:
     return "binary" if isinstance(config, models.BinaryQuantization) else "product"
 
 
-def _payload_indexes() -> list[tuple[str, Any]]:
+def _payload_indexes(on_disk: bool) -> list[tuple[str, models.PayloadSchemaParams]]:
+    """Each indexed field and its index, as the embedded store makes them (embedded._payload_indexes says why)."""
+    def options(name: str) -> dict[str, Any]:
+        return {"on_disk": on_disk, "enable_hnsw": name in schema.FILTERED_SEARCH_INDEXES}
+
     return [
-        *((name, models.PayloadSchemaType.KEYWORD) for name in schema.KEYWORD_INDEXES),
-        *((name, models.PayloadSchemaType.INTEGER) for name in schema.INTEGER_INDEXES),
-        *((name, models.PayloadSchemaType.BOOL) for name in schema.BOOL_INDEXES),
-        *((name, _TEXT_INDEX) for name in schema.TEXT_INDEXES),
+        *((name, models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, **options(name)))
+          for name in schema.KEYWORD_INDEXES),
+        *((name, models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=True, range=False,
+                                           **options(name))) for name in schema.INTEGER_INDEXES),
+        *((name, models.BoolIndexParams(type=models.BoolIndexType.BOOL, **options(name)))
+          for name in schema.BOOL_INDEXES),
+        *((name, models.TextIndexParams(type=models.TextIndexType.TEXT, tokenizer=models.TokenizerType.WORD,
+                                        lowercase=True, ascii_folding=True, **options(name)))
+          for name in schema.TEXT_INDEXES),
     ]
 
 
