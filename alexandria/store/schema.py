@@ -75,9 +75,6 @@ INTEGER_INDEXES = (CALIBRE_ID, SEQUENCE_INDEX, CHAPTER_INDEX, VERSION)
 BOOL_INDEXES = (COMPLETE,)
 # word-matched (Filter.text): lowercased, accents folded, so "austen" finds "Jane Austen"
 TEXT_INDEXES = (AUTHOR,)
-# The indexed fields whose values a dense search may be narrowed to a mid-sized share of a collection by
-# (services/query/search.py, search_filter: a book, a language, an author): only these get the extra graph links
-# per value that keep such a search fast and exact. The others' values are either nearly every point (`complete`,
-# `level` of passages, `version`, `source`), a search filter of a few points (`level` of highlights, searched
-# exactly), or never a dense search's filter; links for them cost index time and memory and serve no search.
-FILTERED_SEARCH_INDEXES = (CALIBRE_ID, LANGUAGE, AUTHOR)
+# What every search's filter names (services/query/search.py, search_filter): the engine checks them at each point a
+# dense search visits, so their indexes stay in RAM where the others may be read through mmap (QDRANT_ON_DISK).
+EVERY_SEARCH_FILTERS = (COMPLETE, LEVEL)

@@ -492,18 +492,18 @@ def _quantization_of(config: models.QuantizationConfig | None) -> str:
 
 def _payload_indexes(on_disk: bool) -> list[tuple[str, models.PayloadSchemaParams]]:
     """Each indexed field and its index, as the embedded store makes them (embedded._payload_indexes says why)."""
-    def options(name: str) -> dict[str, Any]:
-        return {"on_disk": on_disk, "enable_hnsw": name in schema.FILTERED_SEARCH_INDEXES}
+    def on_disk_for(name: str) -> bool:
+        return on_disk and name not in schema.EVERY_SEARCH_FILTERS
 
     return [
-        *((name, models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, **options(name)))
+        *((name, models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, on_disk=on_disk_for(name)))
           for name in schema.KEYWORD_INDEXES),
-        *((name, models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=True, range=False,
-                                           **options(name))) for name in schema.INTEGER_INDEXES),
-        *((name, models.BoolIndexParams(type=models.BoolIndexType.BOOL, **options(name)))
+        *((name, models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=True, range=True,
+                                           on_disk=on_disk_for(name))) for name in schema.INTEGER_INDEXES),
+        *((name, models.BoolIndexParams(type=models.BoolIndexType.BOOL, on_disk=on_disk_for(name)))
           for name in schema.BOOL_INDEXES),
         *((name, models.TextIndexParams(type=models.TextIndexType.TEXT, tokenizer=models.TokenizerType.WORD,
-                                        lowercase=True, ascii_folding=True, **options(name)))
+                                        lowercase=True, ascii_folding=True, on_disk=on_disk_for(name)))
           for name in schema.TEXT_INDEXES),
     ]
 

@@ -323,18 +323,18 @@ def test_the_lexical_index_is_kept_as_the_collection_was_made_whatever_reopens_i
         reopened.close()
 
 
-def _payload_indexes(store: EmbeddedStore) -> dict[str, tuple[bool, bool]]:
-    """Each payload index of the test collection: (read from disk, with graph links per value)."""
+def _payload_indexes(store: EmbeddedStore) -> dict[str, bool]:
+    """Each payload index of the test collection: whether it is read from disk."""
     schema = store._shard(COLLECTION).info().payload_schema
-    return {name: (bool(index.params.on_disk), bool(index.params.enable_hnsw)) for name, index in schema.items()}
+    return {name: bool(index.params.on_disk) for name, index in schema.items()}
 
 
-def test_a_new_collection_reads_its_payload_indexes_from_disk_and_links_only_the_search_filters(
+def test_a_new_collection_reads_its_payload_indexes_from_disk_but_those_every_search_filters_on(
     embedded: EmbeddedStore
 ) -> None:
     indexes = _payload_indexes(embedded)
     assert set(indexes) == {*f.KEYWORD_INDEXES, *f.INTEGER_INDEXES, *f.BOOL_INDEXES, *f.TEXT_INDEXES}
-    assert indexes == {name: (True, name in f.FILTERED_SEARCH_INDEXES) for name in indexes}
+    assert indexes == {name: name not in (f.COMPLETE, f.LEVEL) for name in indexes}
     # The filters a search and a removal use answer from the indexes on disk.
     hits = embedded.query_dense(COLLECTION, axis(0), Filter(must={f.BOOK_KEY: PASSAGES[0].book_key}), 3)
     assert hits and {hit.payload[f.BOOK_KEY] for hit in hits} == {PASSAGES[0].book_key}
@@ -346,14 +346,14 @@ def test_a_collection_keeps_the_indexes_it_was_made_with_until_compacted(tmp_pat
     try:
         in_ram.ensure_collection(COLLECTION, DIMENSION, METADATA)
         in_ram.upsert(COLLECTION, [stored_point(p) for p in PASSAGES])
-        assert not any(on_disk for on_disk, _ in _payload_indexes(in_ram).values())
+        assert not any(_payload_indexes(in_ram).values())
     finally:
         in_ram.close()
     store = open_store(settings)
     assert isinstance(store, EmbeddedStore)
     try:
         store.ensure_collection(COLLECTION, DIMENSION, METADATA)  # what a later ingest does: nothing built again
-        assert not any(on_disk for on_disk, _ in _payload_indexes(store).values())
+        assert not any(_payload_indexes(store).values())
     finally:
         store.close()
 
@@ -362,7 +362,7 @@ def test_a_collection_keeps_the_indexes_it_was_made_with_until_compacted(tmp_pat
     store = open_store(settings)
     assert isinstance(store, EmbeddedStore)
     try:
-        assert all(on_disk for on_disk, _ in _payload_indexes(store).values())
+        assert _payload_indexes(store) == {name: name not in (f.COMPLETE, f.LEVEL) for name in _payload_indexes(store)}
         assert store.count(COLLECTION, Filter(must={f.BOOK_KEY: PASSAGES[0].book_key})) == sum(
             p.book_key == PASSAGES[0].book_key for p in PASSAGES)
     finally:
