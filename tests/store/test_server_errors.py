@@ -59,3 +59,37 @@ def test_a_create_that_another_creator_won_gets_the_collection_it_made() -> None
         assert store.count(COLLECTION) == 1
     finally:
         store.close()
+
+
+class IndexRecordingClient(QdrantClient):
+    """Local mode, which builds no payload index, made to keep the indexes asked of it as a server reports them."""
+
+    def __init__(self) -> None:
+        super().__init__(":memory:")
+        self.indexes: dict[str, Any] = {}
+
+    def create_payload_index(self, collection_name: str, field_name: str, field_schema: Any = None,
+                             **kwargs: Any) -> Any:
+        self.indexes[field_name] = field_schema
+
+    def get_collection(self, collection_name: str) -> Any:
+        described = super().get_collection(collection_name)
+        return described.model_copy(update={"payload_schema": dict(self.indexes)})
+
+
+def test_a_server_collection_gets_its_payload_indexes_on_disk_once_and_keeps_older_ones() -> None:
+    client = IndexRecordingClient()
+    store = ServerStore(client, "Qdrant in memory", builds_indexes=True)
+    try:
+        store.ensure_collection(COLLECTION, DIMENSION, METADATA)
+        assert {name: index.on_disk for name, index in client.indexes.items()} == {
+            name: name not in ("complete", "level") for name in client.indexes
+        }
+        assert len(client.indexes) == 14
+        made_before = {"book_key": "keyword"}
+        client.indexes = dict(made_before)
+        store.ensure_collection(COLLECTION, DIMENSION, METADATA)
+        assert client.indexes["book_key"] == "keyword"  # as it was made: not built again
+        assert len(client.indexes) == 14
+    finally:
+        store.close()
