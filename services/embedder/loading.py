@@ -209,8 +209,10 @@ def load_model(
                 raise FailedPrecondition("EMBEDDER_QUANTIZE=bf16 runs on EMBEDDER_BACKEND=openvino only.")
             graph = onnx_backend.exported_graph(sentence_transformer, source.name, source.path, models_dir, quantize)
             token_embeddings = onnx_backend.OnnxTokenEmbeddings(graph)
-        else:  # OpenVINO compiles the fp32 ONNX graph at the precision asked for
-            graph = onnx_backend.exported_graph(sentence_transformer, source.name, source.path, models_dir, "none")
+        else:  # OpenVINO compiles the fp32 graph, in its own format, at the precision asked for
+            graph = onnx_backend.openvino_graph(
+                onnx_backend.exported_graph(sentence_transformer, source.name, source.path, models_dir, "none")
+            )
             token_embeddings = onnx_backend.OpenVinoTokenEmbeddings(graph, quantize, tokenizer.pad_token_id or 0)
     else:
         if quantize == "bf16":

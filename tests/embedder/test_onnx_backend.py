@@ -144,6 +144,22 @@ def test_openvino_runs_the_same_graph_fp32_under_torchs_name_and_bf16_under_its_
     np.testing.assert_allclose(again, narrow[:2], atol=1e-6)
 
 
+def test_openvino_compiles_its_own_format_converted_once_with_the_onnx_graphs_vectors(
+    onnx_model: EmbeddingModel, onnx_models_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = load_model(resolve_model_source(None), "cpu", 0, "bf16", "openvino", onnx_models_dir)
+    (xml,) = onnx_models_dir.glob("onnx/*/model.fp32.xml")
+    assert xml.with_suffix(".bin").is_file() and not list(xml.parent.glob(".openvino.*"))
+    converted_at = xml.stat().st_mtime_ns
+    again = load_model(resolve_model_source(None), "cpu", 0, "bf16", "openvino", onnx_models_dir)
+    assert xml.stat().st_mtime_ns == converted_at, "converted again"
+    # The weights as they were: the same vectors, to the bit, as the ONNX file compiled directly.
+    monkeypatch.setattr(onnx_backend, "openvino_graph", lambda onnx_graph: onnx_graph)
+    from_onnx = load_model(resolve_model_source(None), "cpu", 0, "bf16", "openvino", onnx_models_dir)
+    np.testing.assert_array_equal(model.encode(TEXTS).vectors, from_onnx.encode(TEXTS).vectors)
+    np.testing.assert_array_equal(again.encode(TEXTS).vectors, from_onnx.encode(TEXTS).vectors)
+
+
 FORKS_OF_AN_OPENVINO_COMPILE = """
 import os, sys, time
 from pathlib import Path
