@@ -51,6 +51,8 @@ VectorQuantization = Literal["none", "int8", "binary"]
 
 # Below this, segments are as small as the unindexed one points land in (10 MB), and as slow to search.
 MIN_SEGMENT_MB = 10
+# About 8 segments of this size hold the 3 million passages of 10,000 books (README, Benchmarks).
+MERGED_SEGMENT_MB = 1000
 
 
 class StoreSettings(_Env):
@@ -73,6 +75,9 @@ class StoreSettings(_Env):
     # the whole process while it runs (qdrant-edge holds the GIL), for longer the larger it gets.
     # `alexandria compact` merges into larger ones once, with the stack stopped.
     embedded_max_segment_mb: int = Field(100, ge=MIN_SEGMENT_MB)
+    # Past that, a collection of more than 8 segments has its smallest ones merged into one of up to this many MB
+    # of vectors, in a child process while the stack serves (alexandria/store/merging.py); 0: never.
+    embedded_merged_segment_mb: int = Field(MERGED_SEGMENT_MB, ge=0)
     # How a new collection stores its dense vectors, on both backends; a collection keeps the layout it was
     # made with (`alexandria reindex` rebuilds it under the current one). Quantised vectors are searched
     # in RAM and their best `oversampling` x limit candidates rescored with the originals. int8 with the
@@ -109,6 +114,11 @@ class StoreSettings(_Env):
     def embedded_max_segment_kb(self) -> int:
         """EMBEDDED_MAX_SEGMENT_MB in the engine's unit."""
         return self.embedded_max_segment_mb * 1000
+
+    @property
+    def embedded_merged_segment_kb(self) -> int:
+        """EMBEDDED_MERGED_SEGMENT_MB in the engine's unit."""
+        return self.embedded_merged_segment_mb * 1000
 
     @property
     def search_threads(self) -> int:

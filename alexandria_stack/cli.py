@@ -35,6 +35,7 @@ from alexandria.errors import AlexandriaError, InternalError, Unavailable
 from alexandria.logs import configure_logging
 from alexandria.progress import follow, progress_bar
 from alexandria.settings import (
+    MERGED_SEGMENT_MB,
     ClientSettings,
     CommonSettings,
     EmbedderSettings,
@@ -43,7 +44,7 @@ from alexandria.settings import (
     StoreSettings,
     settings_problems,
 )
-from alexandria.store.factory import COMPACT_SEGMENT_MB, compact
+from alexandria.store.factory import compact
 from alexandria.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
 from alexandria_stack.layout import StackLayout, library_problem, require_usable_data_dir
 
@@ -225,8 +226,12 @@ def cmd_compact(args: argparse.Namespace) -> int:
         settings = settings.model_copy(update={"qdrant_collection": args.collection})
     done = compact(settings, args.segment_mb, report=lambda line: print(line, file=sys.stderr, flush=True))
     print(f"{done.collection}: {done.segments_before} -> {done.segments_after} segments in {done.seconds:.0f} s")
-    print(f"Its dense searches now visit {done.hnsw_ef} candidates in each segment, as its larger segments need "
-          "for the same recall (README, A large library on one machine).", file=sys.stderr)
+    if done.hnsw_ef != settings.qdrant_hnsw_ef:
+        print(f"Its dense searches now visit {done.hnsw_ef} candidates in each segment, as its larger segments need "
+              "for the same recall (README, A large library on one machine).", file=sys.stderr)
+    else:
+        print(f"Its segments are small enough to be searched with QDRANT_HNSW_EF ({done.hnsw_ef}) as before.",
+              file=sys.stderr)
     return 0
 
 
@@ -286,8 +291,8 @@ def main(argv: list[str] | None = None) -> None:
     reindex.add_argument("--collection", help="default: QDRANT_COLLECTION")
     compact = sub.add_parser("compact", help="merge the embedded collection's segments into fewer, larger ones "
                                               "for faster queries on a large library (stop the stack first)")
-    compact.add_argument("--segment-mb", type=int, default=COMPACT_SEGMENT_MB,
-                         help=f"the largest merged segment, in MB of vectors (default {COMPACT_SEGMENT_MB})")
+    compact.add_argument("--segment-mb", type=int, default=MERGED_SEGMENT_MB,
+                         help=f"the largest merged segment, in MB of vectors (default {MERGED_SEGMENT_MB})")
     compact.add_argument("--collection", help="default: QDRANT_COLLECTION")
     models = sub.add_parser("models", help="fetch models by their Hugging Face id, list those fetched")
     models_sub = models.add_subparsers(dest="models_command", required=True)

@@ -13,8 +13,9 @@ With no size (no --points, no --books), only step 1: the sync and the embedder's
    the recall questions, once. Both are kept in the scratch directory, and skipped when already there.
 2. A `bench` collection grows, size after size (`--points`: points in all, chapters included; `--books`:
    books), by copies of the synced books written through the store adapter (bench/replica.py), indexed
-   as it grows. The store is opened with the StoreSettings of the environment (every QDRANT_* and
-   EMBEDDED_* variable but the server's address: this bench measures the embedded store a stack runs).
+   as it grows, its segments merged in the background past eight as a stack merges them (the build waits for the
+   last merges before it measures). The store is opened with the StoreSettings of the environment (every QDRANT_*
+   and EMBEDDED_* variable but the server's address: this bench measures the embedded store a stack runs).
    At each size:
    - write throughput: the points written for this size over the time their upserts and optimizes took;
    - disk: the collection's segments and its write-ahead log apart, in all and a book;
@@ -557,6 +558,7 @@ def run(args: argparse.Namespace) -> tuple[list[Size], EmbedderMemory | None, St
         sizes = []
         for copies in (target for target in targets if target > done):
             written = write_copies(store, source, BENCH, range(done, copies), exact.add)
+            settle_merges(store)
             store.close()
             build_s = (written.points, written.upsert_s, written.optimize_s)
             sizes.append(measure_size(settings, scratch, args.corpus, source, exact, copies, build_s, queries,
@@ -574,6 +576,16 @@ def run(args: argparse.Namespace) -> tuple[list[Size], EmbedderMemory | None, St
     finally:
         store.close()
     return sizes, memory, settings
+
+
+def settle_merges(store: Store) -> None:
+    """Wait for the background merges the last writes started (a stack that keeps running does them while it
+    serves), so that what is measured is the collection as it settles."""
+    if isinstance(store, EmbeddedStore):
+        started = time.perf_counter()
+        store.finish_merges()
+        log.info("background merges done %.0f s after the last write; %d segments", time.perf_counter() - started,
+                 store.segment_count(BENCH))
 
 
 def resumable_copies(store: Store, source: SourceBooks) -> int:

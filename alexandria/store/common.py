@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import stat
 from pathlib import Path
 from typing import Any, cast
@@ -88,3 +90,14 @@ def disk_usage(path: Path) -> int:
         if stat.S_ISREG(status.st_mode):
             total += status.st_blocks * 512
     return total
+
+
+def write_json_atomically(path: Path, content: object) -> None:
+    """Write `content` as JSON aside, then rename it over `path`: a crash leaves the old file or the new one, never
+    half of one."""
+    staging = path.with_suffix(".json.tmp")
+    with staging.open("w", encoding="utf-8") as out:
+        json.dump(content, out, ensure_ascii=False, indent=2)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(staging, path)

@@ -34,9 +34,11 @@ its duration. So the policy is to keep each optimize small and most of them empt
   engine's defaults (segments = CPU count, no size cap) every indexing step merged into
   one big segment and re-indexed everything: the pauses grew with the library (23 s at
   14,000 points); with these settings they stayed flat (2-5 s up to 60,000 points).
-  The cap applies to every shard the process opens: a merge it allows pauses this process. A large
-  library's queries are faster on fewer, larger segments; `compact` merges into those once, in a process of
-  its own (`alexandria compact`, with the stack stopped), and later merges stay under the cap.
+  The cap applies to every shard the process opens: a merge it allows pauses this process.
+- A large library's queries are faster on fewer, larger segments: past _SEGMENTS, the smallest are merged into
+  one of up to EMBEDDED_MERGED_SEGMENT_MB in a child process, which takes no GIL of this one, while the shard
+  keeps answering (merging.py); writes wait for each such merge. `alexandria compact` merges a stopped stack's
+  collection at once.
 One optimize runs at a time; a caller arriving meanwhile waits, then usually finds
 nothing left to do. Queries never need optimize to be correct, only to be fast.
 
@@ -55,20 +57,23 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
+import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict, overload
+from typing import Any, TypedDict, overload
 
 import numpy as np
 import qdrant_edge as edge
 
 from alexandria.errors import FailedPrecondition
 from alexandria.settings import VectorQuantization
-from alexandria.store import schema
+from alexandria.store import merging, schema
 from alexandria.store.common import (
     check_dimension,
     collection_not_found,
@@ -81,6 +86,7 @@ from alexandria.store.common import (
     store_closed,
     vector_selector,
     windows_from,
+    write_json_atomically,
 )
 from alexandria.store.model import (
     DENSE,
@@ -110,13 +116,25 @@ class _Sidecar(TypedDict):
 
     vector_size: int
     metadata: dict[str, Any]
-    compacted: NotRequired[bool]  # merged by `alexandria compact` into segments past the serving cap
+
+
+@dataclass
+class _Merge:
+    """A collection's background merges (merging.py): the thread that runs them one after another, and its child."""
+
+    thread: threading.Thread
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    process: subprocess.Popen[bytes] | None = None
+    # Held while the child is started or stopped, so that a cancel never misses a child starting.
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 _ALIASES_FILE = "aliases.json"
-# A compacted collection's dense searches visit this many times QDRANT_HNSW_EF: each of its segments is about
-# ten times larger, and the same ef finds less in a larger graph. At 10,000 books (3 million passages, 57
-# segments merged into 7): ef 256 found 0.930 of the exact 10 by distance, 1024 found 0.985 (README).
-COMPACTED_EF_FACTOR = 4
+# The same ef finds less in a larger graph, so a collection whose largest segment holds more than
+# _LARGE_SEGMENT_BYTES of vectors visits QDRANT_HNSW_EF times their ratio, up to LARGE_SEGMENT_EF_FACTOR times.
+# At 10,000 books (3 million passages): 57 segments of up to 100 MB found 0.9995 of the exact 10 by distance at ef
+# 256; merged into 7 of about 800 MB, 0.930 at 256, 0.969 at 512 and 0.985 at 1024 (README).
+LARGE_SEGMENT_EF_FACTOR = 4
+_LARGE_SEGMENT_BYTES = 200_000_000
 # qdrant-edge's own record of a shard's config, in the shard's folder (rewritten whenever it loads it).
 _ENGINE_CONFIG = "edge_config.json"
 # Where qdrant-edge builds a merged segment before it moves it among the shard's segments.
@@ -159,7 +177,8 @@ class EmbeddedStore(Store):
     backend = "embedded"
     holds_gil = True
 
-    def __init__(self, root: Path, search_threads: int, layout: CollectionLayout, max_segment_kb: int) -> None:
+    def __init__(self, root: Path, search_threads: int, layout: CollectionLayout, max_segment_kb: int,
+                 merged_segment_kb: int) -> None:
         self._root = root
         self._search_threads = search_threads
         self._layout = layout
@@ -173,17 +192,21 @@ class EmbeddedStore(Store):
         # whatever this process's settings, and an unquantised one ignores it.
         self._set_search = DenseSearch(layout.hnsw_ef, layout.oversampling)
         self._many_segments_search = DenseSearch(max(1, int(layout.hnsw_ef * MANY_SEGMENTS_EF_SHARE)), 1.0)
-        self._compacted_search = DenseSearch(layout.hnsw_ef * COMPACTED_EF_FACTOR, layout.oversampling)
-        self._search_params = {
-            search: edge.SearchParams(
-                hnsw_ef=search.hnsw_ef,
-                quantization=edge.QuantizationSearchParams(rescore=True, oversampling=search.oversampling),
-            )
-            for search in (self._set_search, self._many_segments_search, self._compacted_search)
-        }
+        self._search_params: dict[DenseSearch, edge.SearchParams] = {}
+        self._merged_bytes = merged_segment_kb * 1000
         self._shards: dict[str, edge.EdgeShard] = {}  # by the collection's own name
-        self._compacted: set[str] = set()  # own names
-        self._segments: dict[str, int] = {}  # by own name: counted when a shard loads and after each optimize
+        # By own name, measured when a shard loads and after each optimize or merge: its segments, and the
+        # vectors of its largest sealed one.
+        self._segments: dict[str, int] = {}
+        self._largest_segment: dict[str, int] = {}
+        # A shard is used by many threads at once but swapped (after a merge) by one with none using it.
+        self._use = threading.Condition()
+        self._users: Counter[str] = Counter()
+        self._being_swapped: set[str] = set()
+        # By own name: held by each write, and by a background merge from its plan to its swap.
+        self._writes: dict[str, threading.Lock] = {}
+        self._writes_lock = threading.Lock()
+        self._merges: dict[str, _Merge] = {}
         self._aliases: dict[str, str] = self._read_aliases()
         self._closed = False
         # Re-entrant: ensure_collection holds it while looking a shard up, which may load one.
@@ -192,13 +215,14 @@ class EmbeddedStore(Store):
 
     @classmethod
     def open(
-        cls, root: Path, search_threads: int, layout: CollectionLayout, max_segment_kb: int
+        cls, root: Path, search_threads: int, layout: CollectionLayout, max_segment_kb: int, merged_segment_kb: int
     ) -> EmbeddedStore:
         """Open the store at `root` (created if missing) and every collection in it, each searching
-        with `search_threads` threads and merging segments up to `max_segment_kb` of vectors; collections
-        it creates are laid out as `layout` says."""
+        with `search_threads` threads and merging segments up to `max_segment_kb` of vectors in this process,
+        and more than _SEGMENTS of them up to `merged_segment_kb` in a child (0: never); collections it creates
+        are laid out as `layout` says."""
         root.mkdir(parents=True, exist_ok=True)
-        store = cls(root, search_threads, layout, max_segment_kb)
+        store = cls(root, search_threads, layout, max_segment_kb, merged_segment_kb)
         started = time.perf_counter()
         try:
             for shard_dir in sorted(root.iterdir()):
@@ -223,8 +247,8 @@ class EmbeddedStore(Store):
 
     def collection_info(self, collection: str) -> CollectionInfo | None:
         """None when the collection does not exist."""
-        shard = self._find_shard(collection)
-        return None if shard is None else self._info(collection, shard)
+        with self._using(collection, must_exist=False) as shard:
+            return None if shard is None else self._info(collection, shard)
 
     def collection_target(self, collection: str) -> str:
         """The collection's own name behind `collection` (itself when it is no alias)."""
@@ -235,7 +259,8 @@ class EmbeddedStore(Store):
 
     def collection_storage(self, collection: str) -> CollectionStorage:
         """The quantisation the collection was made with, and the blocks its shard takes on disk."""
-        self._shard(collection)
+        with self._using(collection):
+            pass  # it exists
         target = self.collection_target(collection)
         path = self._root / target
         return CollectionStorage(
@@ -278,113 +303,123 @@ class EmbeddedStore(Store):
     def ensure_collection(self, collection: str, dimension: int, metadata: dict[str, Any]) -> CollectionInfo:
         """Create the collection (dense cosine + sparse lexical with IDF, payload indexes), or return it."""
         with self._shards_lock:
-            shard = self._find_shard(collection)
-            if shard is None:
-                shard = self._create_shard(self.collection_target(collection), dimension, metadata)
-        info = check_dimension(self._info(collection, shard), dimension, metadata)
+            if self._find_shard(collection) is None:
+                self._create_shard(self.collection_target(collection), dimension, metadata)
+        with self._using(collection) as shard:
+            info = check_dimension(self._info(collection, shard), dimension, metadata)
+            indexed = shard.info().payload_schema
         # A collection made before an index was added to schema.py gets it; the indexes it has stay as they were made.
-        self._create_payload_indexes(shard, only_missing=True)
+        missing = [(name, index) for name, index in _payload_indexes(self._layout.on_disk) if name not in indexed]
+        if missing:
+            with self._writing(collection) as writable:
+                self._create_payload_indexes(writable, missing)
         return info
 
     def lay_out_payload_indexes(self, collection: str) -> None:
         """Build again each payload index of `collection` made otherwise than a new collection's (`alexandria compact`
         does, for a collection made before they moved to disk); blocks while the engine reads every point."""
-        self._create_payload_indexes(self._shard(collection), only_missing=False)
+        with self._writing(collection) as shard:
+            self._create_payload_indexes(shard, _payload_indexes(self._layout.on_disk))
 
-    def _create_payload_indexes(self, shard: edge.EdgeShard, only_missing: bool) -> None:
+    @staticmethod
+    def _create_payload_indexes(shard: edge.EdgeShard, indexes: list[tuple[str, PayloadIndexParams]]) -> None:
         # An index asked for as it stands is left alone: the engine builds only what differs.
-        indexed = shard.info().payload_schema if only_missing else {}
-        for field_name, index in _payload_indexes(self._layout.on_disk):
-            if field_name not in indexed:
-                shard.update(edge.UpdateOperation.create_field_index(field_name, index))
+        for field_name, index in indexes:
+            shard.update(edge.UpdateOperation.create_field_index(field_name, index))
 
     # writes
 
     def upsert(self, collection: str, points: list[StoredPoint]) -> None:
         """Insert or replace these points (same id: replaced whole)."""
         if points:
-            self._shard(collection).update(
-                edge.UpdateOperation.upsert_points([_to_edge_point(p) for p in points])
-            )
+            with self._writing(collection) as shard:
+                shard.update(edge.UpdateOperation.upsert_points([_to_edge_point(p) for p in points]))
 
     def set_payload(self, collection: str, where: Filter, payload: dict[str, Any]) -> None:
         """Merge `payload` into every point matching `where`."""
-        self._shard(collection).update(
-            edge.UpdateOperation.set_payload_by_filter(_to_edge_filter(where), payload)
-        )
+        with self._writing(collection) as shard:
+            shard.update(edge.UpdateOperation.set_payload_by_filter(_to_edge_filter(where), payload))
 
     def delete(self, collection: str, where: Filter) -> int:
         """Delete matching points; return how many there were."""
-        shard = self._shard(collection)
         condition = _to_edge_filter(where)
-        matching = shard.count(edge.CountRequest(exact=True, filter=condition))
-        if matching:
-            shard.update(edge.UpdateOperation.delete_points_by_filter(condition))
+        with self._writing(collection) as shard:
+            matching = shard.count(edge.CountRequest(exact=True, filter=condition))
+            if matching:
+                shard.update(edge.UpdateOperation.delete_points_by_filter(condition))
         return matching
 
     def optimize(self, collection: str) -> None:
         """Index and merge segments now, then flush them so that the WAL can drop what they hold; blocks, and
-        pauses the process's Python threads (module docstring)."""
-        shard = self._shard(collection)
-        with self._optimize_lock:
+        pauses the process's Python threads (module docstring). Then, past _SEGMENTS segments, merges the smallest
+        in the background (merging.py)."""
+        target = self.collection_target(collection)
+        with self._writing(collection) as shard, self._optimize_lock:
             started = time.perf_counter()
             if shard.optimize():
                 log.info("optimized %s in %.2f s", collection, time.perf_counter() - started)
             shard.flush()
-            target = self.collection_target(collection)
-            self._segments[target] = shard_segments(self._root / target)
-
-    def mark_compacted(self, collection: str) -> None:
-        """Record that `alexandria compact` merged the collection: from now on its dense searches visit
-        COMPACTED_EF_FACTOR times QDRANT_HNSW_EF candidates, in this process and every later one."""
-        self._shard(collection)
-        target = self.collection_target(collection)
-        with self._shards_lock:
-            self._write_sidecar(target, {**self._read_sidecar(target), "compacted": True})
-            self._compacted.add(target)
+            self._measure(target)
+        self._merge_in_background(target)
 
     def dense_search(self, collection: str) -> DenseSearch:
         """How a dense search of `collection` (or the collection it is an alias of) searches each of its segments:
-        deeper once compacted, less in each of many, else as the settings say."""
+        deeper in large segments, less in each of many small ones, else as the settings say."""
         target = self._aliases.get(collection, collection)
-        if target in self._compacted:
-            return self._compacted_search
+        factor = min(LARGE_SEGMENT_EF_FACTOR, self._largest_segment.get(target, 0) / _LARGE_SEGMENT_BYTES)
+        if factor > 1:
+            return DenseSearch(int(self._layout.hnsw_ef * factor), self._layout.oversampling)
         return self._many_segments_search if self._segments.get(target, 0) > _SEGMENTS else self._set_search
 
+    def merging(self, collection: str) -> bool:
+        """Whether segments of `collection` are being merged in the background."""
+        merge = self._merges.get(self.collection_target(collection))
+        return merge is not None and merge.thread.is_alive()
+
+    def finish_merges(self) -> None:
+        """Wait until the background merges under way, and those they lead to, are done."""
+        for merge in list(self._merges.values()):
+            merge.thread.join()
+
     def _search_note(self, collection: str) -> str:
-        """What `alexandria status` says of a collection searched otherwise than the settings say ("" when it is not)."""
+        """What `alexandria status` says of a collection searched otherwise than the settings say, or being merged
+        ("" when neither)."""
         target = self.collection_target(collection)
         search = self.dense_search(collection)
-        if search == self._set_search:
-            return ""
-        why = "compacted" if target in self._compacted else f"{self._segments[target]} segments, past {_SEGMENTS}"
-        return (f"dense searches visit {search.hnsw_ef} candidates a segment and rescore {search.oversampling:g}x "
-                f"the results ({why}; QDRANT_HNSW_EF {self._layout.hnsw_ef}, "
-                f"QDRANT_QUANTIZATION_OVERSAMPLING {self._layout.oversampling:g})")
+        notes = []
+        if search != self._set_search:
+            largest = self._largest_segment.get(target, 0)
+            why = (f"its largest segment holds {largest / 1e6:.0f} MB of vectors" if largest > _LARGE_SEGMENT_BYTES
+                   else f"{self._segments[target]} segments, past {_SEGMENTS}")
+            notes.append(f"dense searches visit {search.hnsw_ef} candidates a segment and rescore "
+                         f"{search.oversampling:g}x the results ({why}; QDRANT_HNSW_EF {self._layout.hnsw_ef}, "
+                         f"QDRANT_QUANTIZATION_OVERSAMPLING {self._layout.oversampling:g})")
+        if self.merging(collection):
+            notes.append(f"its smallest segments are being merged in the background (past {_SEGMENTS} segments): "
+                         "writes wait for each merge")
+        return "; ".join(notes)
 
     def segment_count(self, collection: str) -> int:
         """The segments of the collection's shard: every query searches each of them."""
-        self._shard(collection)
-        return shard_segments(self._root / self.collection_target(collection))
+        with self._using(collection):
+            return shard_segments(self._root / self.collection_target(collection))
 
     # reads
 
     def count(self, collection: str, where: Filter | None = None) -> int:
         """Exact number of points matching `where` (all points when None)."""
-        return self._shard(collection).count(edge.CountRequest(exact=True, filter=_to_edge_filter(where)))
+        with self._using(collection) as shard:
+            return shard.count(edge.CountRequest(exact=True, filter=_to_edge_filter(where)))
 
     def scroll(
         self, collection: str, where: Filter | None, limit: int, with_vectors: bool = False
     ) -> list[PointRecord]:
         """Up to `limit` points matching `where`, in id order."""
-        records, _next_offset = self._shard(collection).scroll(
-            edge.ScrollRequest(
-                limit=limit,
-                filter=_to_edge_filter(where),
-                with_payload=True,
-                with_vector=vector_selector(with_vectors),
-            )
+        request = edge.ScrollRequest(
+            limit=limit, filter=_to_edge_filter(where), with_payload=True, with_vector=vector_selector(with_vectors)
         )
+        with self._using(collection) as shard:
+            records, _next_offset = shard.scroll(request)
         return [_to_record(r) for r in records]
 
     def retrieve(self, collection: str, ids: list[str], with_vectors: bool = False) -> list[PointRecord]:
@@ -392,18 +427,17 @@ class EmbeddedStore(Store):
         if not ids:
             return []
         point_ids: list[edge.PointId] = [*ids]  # the stub takes only its own list type
-        records = self._shard(collection).retrieve(
-            point_ids, with_payload=True, with_vector=vector_selector(with_vectors)
-        )
+        with self._using(collection) as shard:
+            records = shard.retrieve(point_ids, with_payload=True, with_vector=vector_selector(with_vectors))
         return [_to_record(r) for r in records]
 
     def facet_counts(
         self, collection: str, key: str, where: Filter | None = None, limit: int = 100000
     ) -> dict[Any, int]:
         """Distinct values of a keyword payload field with their point counts."""
-        response = self._shard(collection).facet(
-            edge.FacetRequest(check_facet_key(key), limit=limit, exact=True, filter=_to_edge_filter(where))
-        )
+        request = edge.FacetRequest(check_facet_key(key), limit=limit, exact=True, filter=_to_edge_filter(where))
+        with self._using(collection) as shard:
+            response = shard.facet(request)
         return {hit.value: hit.count for hit in response}
 
     def query_dense(self, collection: str, vector: np.ndarray, where: Filter | None, limit: int) -> list[Hit]:
@@ -457,13 +491,18 @@ class EmbeddedStore(Store):
                 with_vector=False,
                 params=self._dense_params(collection) if using == DENSE else None,
             ))
-        answers = self._shard(collection).query_batch(edge.QueryBatchRequest(requests))
+        with self._using(collection) as shard:
+            answers = shard.query_batch(edge.QueryBatchRequest(requests))
         return [{str(p.id): float(p.score) for p in points} for points in answers]
 
     def close(self) -> None:
-        """Flush and close every shard, releasing their locks; later calls raise Unavailable."""
+        """Stop the background merges (a merge stopped leaves the shard as it was), then flush and close every shard,
+        releasing their locks; later calls raise Unavailable."""
         with self._shards_lock:
             self._closed = True
+        for target in list(self._merges):
+            self._stop_merge(target)
+        with self._shards_lock:
             shards, self._shards = self._shards, {}
         for shard in shards.values():
             shard.close()
@@ -480,27 +519,140 @@ class EmbeddedStore(Store):
         params: edge.SearchParams | None = None,
     ) -> list[Hit]:
         # A filter on the request also applies inside its prefetches, so both candidate lists obey it.
-        points = self._shard(collection).query(
-            edge.QueryRequest(
-                limit=limit,
-                query=query,
-                prefetches=prefetches,
-                params=params,
-                filter=_to_edge_filter(where),
-                with_payload=True,
-                with_vector=[SPARSE],  # a few hundred term ids a hit: what `lexical_terms` needs
-            )
+        request = edge.QueryRequest(
+            limit=limit,
+            query=query,
+            prefetches=prefetches,
+            params=params,
+            filter=_to_edge_filter(where),
+            with_payload=True,
+            with_vector=[SPARSE],  # a few hundred term ids a hit: what `lexical_terms` needs
         )
+        with self._using(collection) as shard:
+            points = shard.query(request)
         return [
             Hit(id=str(p.id), score=p.score, payload=p.payload or {}, lexical_terms=lexical_terms(p.vector))
             for p in points
         ]
 
-    def _shard(self, collection: str) -> edge.EdgeShard:
-        shard = self._find_shard(collection)
-        if shard is None:
-            raise collection_not_found(collection)
-        return shard
+    @contextmanager
+    def _using(self, collection: str, must_exist: bool = True) -> Iterator[edge.EdgeShard]:
+        """The shard of `collection`, not swapped while the block runs (None only when it does not exist and not
+        `must_exist`, which raises NotFound)."""
+        target = self.collection_target(collection)
+        with self._use:
+            self._use.wait_for(lambda: target not in self._being_swapped)
+            self._users[target] += 1
+        try:
+            shard = self._find_shard(target, resolve=False)
+            if shard is None and must_exist:
+                raise collection_not_found(collection)
+            yield shard  # type: ignore[misc]  # None only where the caller asked for it
+        finally:
+            with self._use:
+                self._users[target] -= 1
+                self._use.notify_all()
+
+    @contextmanager
+    def _writing(self, collection: str) -> Iterator[edge.EdgeShard]:
+        """The shard of `collection`, written by this block alone, never while a background merge runs on it."""
+        with self._write_lock(self.collection_target(collection)), self._using(collection) as shard:
+            yield shard
+
+    def _write_lock(self, target: str) -> threading.Lock:
+        """What each write of the collection of own name `target` holds, and a background merge of it."""
+        with self._writes_lock:
+            return self._writes.setdefault(target, threading.Lock())
+
+    @contextmanager
+    def _swapping(self, target: str) -> Iterator[None]:
+        """Wait until no thread uses the shard of `target`, and keep new ones waiting while the block runs."""
+        with self._use:
+            self._being_swapped.add(target)
+            self._use.wait_for(lambda: self._users[target] == 0)
+        try:
+            yield
+        finally:
+            with self._use:
+                self._being_swapped.discard(target)
+                self._use.notify_all()
+
+    def _measure(self, target: str) -> None:
+        """Count the segments of the shard of `target`, and the vectors of its largest sealed one."""
+        segments = merging.segments_of(self._root / target)
+        self._segments[target] = len(segments)
+        self._largest_segment[target] = max((s.vector_bytes for s in segments if s.sealed), default=0)
+
+    def _merge_in_background(self, target: str) -> None:
+        """Start merging the smallest segments of `target` in a child process, one step after another while the
+        collection has more than _SEGMENTS (merging.py), unless merges are off or already under way."""
+        if not self._merged_bytes or self._segments.get(target, 0) <= _SEGMENTS:
+            return
+        with self._shards_lock:
+            if self._closed or ((running := self._merges.get(target)) and running.thread.is_alive()):
+                return
+            thread = threading.Thread(target=self._merge_while_due, args=(target,), name=f"merge-{target}")
+            self._merges[target] = _Merge(thread)
+            thread.start()
+
+    def _merge_while_due(self, target: str) -> None:
+        merge = self._merges[target]
+        path = self._root / target
+        work = self._root / merging.MERGES_FOLDER / target
+        try:
+            self._merge_steps(target, merge, path, work)
+        except Exception:
+            if not merge.cancelled.is_set():  # a store closed or a collection dropped under it ends it by design
+                log.exception("the background merge of %s stopped", target)
+        finally:
+            merging.finish_interrupted(path, work)
+
+    def _merge_steps(self, target: str, merge: _Merge, path: Path, work: Path) -> None:
+        """Merge the smallest segments of `target`, one step after another while some are due (merging.py)."""
+        while not merge.cancelled.is_set():
+            with self._write_lock(target):
+                with self._using(target) as shard:
+                    shard.flush()
+                chosen = merging.plan(path, _SEGMENTS, self._merged_bytes)
+                if not chosen:
+                    return
+                merging.stage(path, chosen, work)
+                started = time.perf_counter()
+                megabytes = sum(s.vector_bytes for s in chosen) / 1e6
+                log.info("merging %d of the %d segments of %s (%.0f MB of vectors) in the background", len(chosen),
+                         self._segments[target], target, megabytes)
+                with merge.lock:
+                    if merge.cancelled.is_set():
+                        return
+                    # Its log goes where this process's does; stdout may be a protocol's (MCP over stdio).
+                    merge.process = subprocess.Popen(
+                        merging.child_command(work, self._merged_bytes // 1000, _INDEXING_THRESHOLD_KB,
+                                              self._search_threads),
+                        stdout=subprocess.DEVNULL)
+                if merge.process.wait() != 0 or merge.cancelled.is_set():
+                    if not merge.cancelled.is_set():
+                        log.error("the merge of %s failed (exit status %d): its segments stay as they were", target,
+                                  merge.process.returncode)
+                    return
+                with self._swapping(target):
+                    self._shards[target].close()
+                    merging.swap_in(path, work, chosen)
+                    self._shards[target] = self._load_shard(path)
+                    self._measure(target)
+            log.info("merged %d segments of %s (%.0f MB of vectors) in %.0f s: %d segments now", len(chosen), target,
+                     megabytes, time.perf_counter() - started, self._segments[target])
+
+    def _stop_merge(self, target: str) -> None:
+        """Stop the background merges of `target` and wait for their thread: a child stopped leaves the shard as
+        it was."""
+        merge = self._merges.pop(target, None)
+        if merge is None:
+            return
+        with merge.lock:
+            merge.cancelled.set()
+            if merge.process is not None and merge.process.poll() is None:
+                merge.process.terminate()
+        merge.thread.join()
 
     def _find_shard(self, collection: str, resolve: bool = True) -> edge.EdgeShard | None:
         """The shard of `collection` (through the alias map unless not `resolve`), None when there is none."""
@@ -517,13 +669,10 @@ class EmbeddedStore(Store):
             return None
         with self._shards_lock:
             if collection not in self._shards:
-                config = self._load_config(path)
-                self._shards[collection] = self._open_shard(path, lambda: edge.EdgeShard.load(str(path), config))
+                merging.finish_interrupted(path, self._root / merging.MERGES_FOLDER / collection)
+                self._shards[collection] = self._load_shard(path)
                 _remove_interrupted_merges(path)
-                self._segments[collection] = shard_segments(path)
-                # A lost sidecar is refused when the collection is read, not here.
-                if (sidecar := self._stored_sidecar(collection)) and sidecar.get("compacted"):
-                    self._compacted.add(collection)
+                self._measure(collection)
             return self._shards[collection]
 
     def _create_shard(self, collection: str, dimension: int, metadata: dict[str, Any]) -> edge.EdgeShard:
@@ -569,21 +718,9 @@ class EmbeddedStore(Store):
         log.info("created collection %s (%d dims, %s) at %s", collection, dimension, layout, path)
         return shard
 
-    def _load_config(self, path: Path) -> edge.EdgeConfig:
-        """What the shard at `path` is loaded with: this store's search threads and optimizers; its vectors
-        as it was made.
-
-        qdrant-edge wants one vector family in a config, checks the dense ones against the shard's, but
-        records the sparse ones given as the shard's own, for the segments it makes next: so they are the
-        shard's own, read back from its record (collections made before the lexical index could be kept
-        on disk have it in RAM).
-        """
-        recorded = _engine_config(path)["sparse_vectors"][SPARSE]
-        return edge.EdgeConfig(
-            sparse_vectors=_SPARSE_VECTORS[recorded.get("memory") == "cold"],
-            optimizers=self._optimizers,
-            max_search_threads=self._search_threads,
-        )
+    def _load_shard(self, path: Path) -> edge.EdgeShard:
+        config = load_config(path, self._optimizers, self._search_threads)
+        return self._open_shard(path, lambda: edge.EdgeShard.load(str(path), config))
 
     def _open_shard(self, path: Path, opener: Callable[[], edge.EdgeShard]) -> edge.EdgeShard:
         try:
@@ -612,10 +749,11 @@ class EmbeddedStore(Store):
 
     def _drop(self, collection: str) -> None:
         """Close and delete the shard of this own name and its sidecar (nothing when there is none)."""
+        self._stop_merge(collection)
         with self._shards_lock:
             shard = self._shards.pop(collection, None)
-            self._compacted.discard(collection)
             self._segments.pop(collection, None)
+            self._largest_segment.pop(collection, None)
             if shard is not None:
                 shard.close()
             shutil.rmtree(self._root / collection, ignore_errors=True)
@@ -624,7 +762,13 @@ class EmbeddedStore(Store):
 
     def _dense_params(self, collection: str) -> edge.SearchParams:
         """The engine's parameters for `collection`'s dense searches (dense_search)."""
-        return self._search_params[self.dense_search(collection)]
+        search = self.dense_search(collection)
+        if search not in self._search_params:
+            self._search_params[search] = edge.SearchParams(
+                hnsw_ef=search.hnsw_ef,
+                quantization=edge.QuantizationSearchParams(rescore=True, oversampling=search.oversampling),
+            )
+        return self._search_params[search]
 
     def _read_aliases(self) -> dict[str, str]:
         path = self._root / _ALIASES_FILE
@@ -634,7 +778,7 @@ class EmbeddedStore(Store):
         return aliases
 
     def _write_aliases(self, aliases: dict[str, str]) -> None:
-        _write_atomically(self._root / _ALIASES_FILE, aliases)
+        write_json_atomically(self._root / _ALIASES_FILE, aliases)
 
     def _sidecar_path(self, collection: str) -> Path:
         return self._root / f"{collection}.json"
@@ -656,17 +800,23 @@ class EmbeddedStore(Store):
         return sidecar
 
     def _write_sidecar(self, collection: str, content: _Sidecar) -> None:
-        _write_atomically(self._sidecar_path(collection), content)
+        write_json_atomically(self._sidecar_path(collection), content)
 
 
-def _write_atomically(path: Path, content: object) -> None:
-    """Write aside, then rename over: a crash leaves the old file or the new one, never half of one."""
-    staging = path.with_suffix(".json.tmp")
-    with staging.open("w", encoding="utf-8") as out:
-        json.dump(content, out, ensure_ascii=False, indent=2)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(staging, path)
+def load_config(path: Path, optimizers: edge.EdgeOptimizersConfig, search_threads: int) -> edge.EdgeConfig:
+    """What the shard at `path` is loaded with: these search threads and optimizers; its vectors as it was made.
+
+    qdrant-edge wants one vector family in a config, checks the dense ones against the shard's, but
+    records the sparse ones given as the shard's own, for the segments it makes next: so they are the
+    shard's own, read back from its record (collections made before the lexical index could be kept
+    on disk have it in RAM).
+    """
+    recorded = _engine_config(path)["sparse_vectors"][SPARSE]
+    return edge.EdgeConfig(
+        sparse_vectors=_SPARSE_VECTORS[recorded.get("memory") == "cold"],
+        optimizers=optimizers,
+        max_search_threads=search_threads,
+    )
 
 
 def shard_segments(shard_path: Path) -> int:

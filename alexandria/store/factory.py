@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from alexandria.errors import FailedPrecondition, InvalidArgument, PermissionDenied
-from alexandria.settings import MIN_SEGMENT_MB, StoreSettings
+from alexandria.settings import MERGED_SEGMENT_MB, MIN_SEGMENT_MB, StoreSettings
 from alexandria.store.common import disk_usage
 from alexandria.store.model import CollectionLayout, Store
 
@@ -35,11 +35,9 @@ def open_store(settings: StoreSettings) -> Store:
     from alexandria.store.embedded import EmbeddedStore
 
     return EmbeddedStore.open(settings.embedded_path, settings.search_threads, CollectionLayout.of(settings),
-                              settings.embedded_max_segment_kb)
+                              settings.embedded_max_segment_kb, settings.embedded_merged_segment_kb)
 
 
-# About 8 segments of this size hold the 3 million passages of 10,000 books (README, Benchmarks).
-COMPACT_SEGMENT_MB = 1000
 # How often a compaction says how far it got: at 10,000 books it runs for most of an hour.
 PROGRESS_S = 60.0
 _GB = 1024**3
@@ -49,7 +47,7 @@ def check_compactable(settings: StoreSettings, max_segment_mb: int) -> None:
     """Refuse, naming why, a compaction that `compact` could not do."""
     if max_segment_mb < MIN_SEGMENT_MB:
         raise InvalidArgument(f"A segment of {max_segment_mb} MB is too small to compact into: give at least "
-                              f"{MIN_SEGMENT_MB} MB (default {COMPACT_SEGMENT_MB}).")
+                              f"{MIN_SEGMENT_MB} MB (default {MERGED_SEGMENT_MB}).")
     if settings.backend == "server":
         raise FailedPrecondition(
             "A Qdrant server merges its collections' segments itself, in the background, beside its searches; "
@@ -89,13 +87,13 @@ def compact(settings: StoreSettings, max_segment_mb: int, report: Callable[[str]
     be stopped, or opening the store fails naming it. The merged segments stay as they are when the stack opens
     the store again with its own, smaller cap. `report` gets a line once every check has passed, then one every
     PROGRESS_S while the merges run. Its payload indexes are first made as a new collection's (on disk under
-    QDRANT_ON_DISK). The collection is marked compacted: its dense searches visit more candidates from then on
-    (EmbeddedStore.mark_compacted).
+    QDRANT_ON_DISK). Its dense searches visit more candidates in its larger segments (EmbeddedStore.dense_search).
     """
     check_compactable(settings, max_segment_mb)
     from alexandria.store.embedded import EmbeddedStore, shard_segment_bytes, shard_segments
 
-    store = open_store(settings.model_copy(update={"embedded_max_segment_mb": max_segment_mb}))
+    store = open_store(settings.model_copy(update={"embedded_max_segment_mb": max_segment_mb,
+                                                   "embedded_merged_segment_mb": 0}))
     assert isinstance(store, EmbeddedStore)  # the backend, checked above
     try:
         collection = settings.qdrant_collection
@@ -112,7 +110,6 @@ def compact(settings: StoreSettings, max_segment_mb: int, report: Callable[[str]
             store.lay_out_payload_indexes(collection)
             store.optimize(collection)
         seconds = time.perf_counter() - started
-        store.mark_compacted(collection)
         hnsw_ef = store.dense_search(collection).hnsw_ef
     finally:
         store.close()

@@ -13,7 +13,7 @@ import pytest
 
 from alexandria.errors import FailedPrecondition, NotFound, Unavailable
 from alexandria.settings import available_cpus
-from alexandria.store import Filter, StoredPoint, factory, lexical, open_store
+from alexandria.store import Filter, StoredPoint, factory, lexical, merging, open_store
 from alexandria.store import embedded as embedded_module
 from alexandria.store import schema as f
 from alexandria.store.embedded import EmbeddedStore, shard_segments
@@ -153,7 +153,7 @@ def _written_in_small_segments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     capped at 2 KB of vectors, indexed from 1 KB): a large library's many segments, in miniature."""
     monkeypatch.setattr(embedded_module, "_INDEXING_THRESHOLD_KB", 1)
     settings = settings_for("embedded", tmp_path)
-    store = EmbeddedStore.open(settings.embedded_path, 2, CollectionLayout(), max_segment_kb=2)
+    store = EmbeddedStore.open(settings.embedded_path, 2, CollectionLayout(), max_segment_kb=2, merged_segment_kb=0)
     try:
         store.ensure_collection(COLLECTION, DIMENSION, METADATA)
         for book in range(books):
@@ -172,7 +172,7 @@ def test_a_collection_past_eight_segments_asks_less_of_each_and_says_so(
 ) -> None:
     layout = CollectionLayout()
     _written_in_small_segments(tmp_path, monkeypatch, books=2)
-    store = EmbeddedStore.open(settings_for("embedded", tmp_path).embedded_path, 2, layout, max_segment_kb=2)
+    store = EmbeddedStore.open(settings_for("embedded", tmp_path).embedded_path, 2, layout, max_segment_kb=2, merged_segment_kb=0)
     try:
         assert store.segment_count(COLLECTION) <= 8
         assert store.dense_search(COLLECTION) == DenseSearch(layout.hnsw_ef, layout.oversampling)
@@ -181,7 +181,7 @@ def test_a_collection_past_eight_segments_asks_less_of_each_and_says_so(
         store.close()
 
     _written_in_small_segments(tmp_path, monkeypatch, books=10)  # the same collection grown to 10 books
-    store = EmbeddedStore.open(settings_for("embedded", tmp_path).embedded_path, 2, layout, max_segment_kb=2)
+    store = EmbeddedStore.open(settings_for("embedded", tmp_path).embedded_path, 2, layout, max_segment_kb=2, merged_segment_kb=0)
     try:
         segments = store.segment_count(COLLECTION)
         assert segments > 8
@@ -202,6 +202,7 @@ def test_compact_merges_a_collections_segments_and_later_merges_keep_them(
     _written_in_small_segments(tmp_path, monkeypatch, books=10)
     settings = settings_for("embedded", tmp_path).model_copy(update={"qdrant_collection": COLLECTION})
     assert shard_segments(settings.embedded_path / COLLECTION) > 8
+    monkeypatch.setattr(embedded_module, "_LARGE_SEGMENT_BYTES", 1)  # every merged segment counts as large
 
     said: list[str] = []
     compaction = compact(settings, max_segment_mb=10, report=said.append)
@@ -209,22 +210,26 @@ def test_compact_merges_a_collections_segments_and_later_merges_keep_them(
     assert re.fullmatch(rf"compacting {COLLECTION} under .* \(\d+ segments, 0\.0 GB\) into segments of up to "
                         r"10 MB: on a large library, best left to run overnight", said[0])
     assert compaction.collection == COLLECTION
-    assert compaction.hnsw_ef == 4 * settings.qdrant_hnsw_ef
-    assert json.loads((settings.embedded_path / f"{COLLECTION}.json").read_text())["compacted"] is True
+    assert compaction.hnsw_ef == 4 * settings.qdrant_hnsw_ef  # as deep as it goes
     assert compaction.segments_before > 8 >= compaction.segments_after
     assert shard_segments(settings.embedded_path / COLLECTION) == compaction.segments_after
+    largest = max(s.vector_bytes for s in merging.segments_of(settings.embedded_path / COLLECTION) if s.sealed)
+    monkeypatch.setattr(embedded_module, "_LARGE_SEGMENT_BYTES", largest // 2)
     # The stack's next open, with its own small cap, searches the merged segments and splits none.
-    store = EmbeddedStore.open(settings.embedded_path, 2, CollectionLayout(), max_segment_kb=2)
+    store = EmbeddedStore.open(settings.embedded_path, 2, CollectionLayout(), max_segment_kb=2, merged_segment_kb=0)
     try:
         store.optimize(COLLECTION)
         assert store.count(COLLECTION) == 10 * 60
         hits = store.query_sparse(COLLECTION, lexical.encode_query("word7"), Filter(must={f.BOOK_KEY: "book-3"}), 5)
         assert [(h.payload[f.BOOK_KEY], h.payload["n"]) for h in hits] == [("book-3", 7)]
         assert store.segment_count(COLLECTION) == compaction.segments_after
-        # Every later process searches its larger graphs deeper.
-        assert store.dense_search(COLLECTION).hnsw_ef == compaction.hnsw_ef
+        # Every later process searches its larger graphs deeper, by how much larger they are.
+        assert store.dense_search(COLLECTION).hnsw_ef == 2 * settings.qdrant_hnsw_ef
+        assert store.collection_storage(COLLECTION).search_note.startswith(
+            f"dense searches visit {2 * settings.qdrant_hnsw_ef} candidates a segment and rescore 2x the results (its "
+            "largest segment holds 0 MB of vectors;")
         store.delete_collection(COLLECTION)
-        store.ensure_collection(COLLECTION, DIMENSION, METADATA)  # made anew: no longer compacted
+        store.ensure_collection(COLLECTION, DIMENSION, METADATA)  # made anew: no large segment
         assert store.dense_search(COLLECTION).hnsw_ef == CollectionLayout().hnsw_ef
     finally:
         store.close()
@@ -325,7 +330,8 @@ def test_the_lexical_index_is_kept_as_the_collection_was_made_whatever_reopens_i
 
 def _payload_indexes(store: EmbeddedStore) -> dict[str, bool]:
     """Each payload index of the test collection: whether it is read from disk."""
-    schema = store._shard(COLLECTION).info().payload_schema
+    with store._using(COLLECTION) as shard:
+        schema = shard.info().payload_schema
     return {name: bool(index.params.on_disk) for name, index in schema.items()}
 
 
@@ -342,7 +348,7 @@ def test_a_new_collection_reads_its_payload_indexes_from_disk_but_those_every_se
 
 def test_a_collection_keeps_the_indexes_it_was_made_with_until_compacted(tmp_path: Path) -> None:
     settings = settings_for("embedded", tmp_path).model_copy(update={"qdrant_collection": COLLECTION})
-    in_ram = EmbeddedStore.open(settings.embedded_path, 2, CollectionLayout(on_disk=False), max_segment_kb=100_000)
+    in_ram = EmbeddedStore.open(settings.embedded_path, 2, CollectionLayout(on_disk=False), max_segment_kb=100_000, merged_segment_kb=0)
     try:
         in_ram.ensure_collection(COLLECTION, DIMENSION, METADATA)
         in_ram.upsert(COLLECTION, [stored_point(p) for p in PASSAGES])

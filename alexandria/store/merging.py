@@ -1,0 +1,146 @@
+"""Merging an embedded collection's segments in a child process, while the process that owns the store serves it.
+
+qdrant-edge 0.9 holds the GIL through `optimize()`, so a merge in the serving process pauses every query for as
+long as it runs: that process merges only up to EMBEDDED_MAX_SEGMENT_MB, and a collection that grows past that
+ends up in many segments, each searched by every query (57 at 10,000 books). Merging them into fewer, larger ones
+happens here instead, one step at a time, while the owner keeps answering from the segments it has:
+
+1. the owner holds the collection's writes, flushes it, and picks the smallest sealed segments whose vectors fit
+   in EMBEDDED_MERGED_SEGMENT_MB (`plan`);
+2. it links their files into a work folder beside the store (`stage`: hard links, no copy of the data) and a child
+   process opens that as a shard of its own and merges them into one segment (`main`). The child never changes
+   the content of the files it shares with the owner (measured: every byte of them the same after a merge), and
+   the owner writes nothing meanwhile, so both read the same segments;
+3. the owner closes its shard, moves the merged segment in and deletes the ones it replaces (`swap_in`, recorded
+   first in a journal that `finish_interrupted` completes after a crash), and loads the shard again: queries wait
+   for that reload alone.
+
+The disk a step takes is the merged segment's, a bounded part of the collection; its memory is the child's graph
+build, for one merged segment.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from alexandria.logs import configure_logging
+from alexandria.store.common import disk_usage, write_json_atomically
+from alexandria.store.model import DENSE, WINDOWS
+
+log = logging.getLogger(__name__)
+
+# Beside the collections in the store's root: a leading dot is never a collection name.
+MERGES_FOLDER = ".merges"
+_JOURNAL = "swap.json"
+_SEGMENTS = "segments"
+# What the engine counts against its segment size caps: the dense vectors and the windows beside them.
+_SIZED_VECTORS = (DENSE, WINDOWS)
+# The child runs beside the queries on the same cores: it yields to them.
+_CHILD_NICENESS = 10
+
+
+@dataclass(frozen=True)
+class Segment:
+    path: Path
+    vector_bytes: int
+    sealed: bool  # indexed by the optimizer: no write lands in it, only deletions
+
+
+def segments_of(shard_path: Path) -> list[Segment]:
+    """The shard's segments, with the bytes of their vectors and whether they are sealed."""
+    found = []
+    for path in sorted((shard_path / _SEGMENTS).iterdir()):
+        if not path.is_dir():
+            continue
+        config = json.loads((path / "segment.json").read_text(encoding="utf-8"))["config"]
+        sealed = config["vector_data"][DENSE]["index"]["type"] == "hnsw"
+        # Blocks, not file sizes: the engine makes the windows' files 32 MB long, and fills them as it goes.
+        found.append(Segment(path, sum(disk_usage(path / f"vector_storage-{name}") for name in _SIZED_VECTORS),
+                             sealed))
+    return found
+
+
+def plan(shard_path: Path, most_segments: int, merged_bytes: int) -> list[Segment]:
+    """The segments to merge into one next: none while the shard has at most `most_segments`, else the smallest sealed
+    ones, as many as fit together in `merged_bytes` of vectors (at least two)."""
+    segments = segments_of(shard_path)
+    if len(segments) <= most_segments:
+        return []
+    chosen: list[Segment] = []
+    total = 0
+    for segment in sorted((s for s in segments if s.sealed), key=lambda s: s.vector_bytes):
+        if total + segment.vector_bytes > merged_bytes:
+            break
+        chosen.append(segment)
+        total += segment.vector_bytes
+    return chosen if len(chosen) >= 2 else []
+
+
+def stage(shard_path: Path, segments: list[Segment], work: Path) -> None:
+    """A shard in `work` made of hard links to `segments`' files and a copy of the engine's record of the shard."""
+    shutil.rmtree(work, ignore_errors=True)
+    (work / _SEGMENTS).mkdir(parents=True)
+    (work / "wal").mkdir()
+    shutil.copy2(shard_path / "edge_config.json", work / "edge_config.json")
+    for segment in segments:
+        shutil.copytree(segment.path, work / _SEGMENTS / segment.path.name, copy_function=os.link)
+
+
+def swap_in(shard_path: Path, work: Path, replaced: list[Segment]) -> None:
+    """Move the segment the child merged into the (closed) shard and delete those it replaces, journaled first. (The
+    child also made an empty segment for writes, which no shard of the owner needs.)"""
+    made = sorted(s.path.name for s in segments_of(work)
+                  if s.sealed and not (shard_path / _SEGMENTS / s.path.name).exists())
+    journal = {"made": made, "replaced": sorted(s.path.name for s in replaced if s.path.name not in made)}
+    write_json_atomically(work / _JOURNAL, journal)
+    finish_interrupted(shard_path, work)
+
+
+def finish_interrupted(shard_path: Path, work: Path) -> None:
+    """Complete a swap a crash stopped midway (its journal says what it moves and deletes), or forget a merge that
+    had not reached it: the shard is then as it was. Removes `work` either way."""
+    journal_path = work / _JOURNAL
+    if journal_path.is_file():
+        journal = json.loads(journal_path.read_text(encoding="utf-8"))
+        for name in journal["made"]:
+            if (work / _SEGMENTS / name).is_dir():
+                os.replace(work / _SEGMENTS / name, shard_path / _SEGMENTS / name)
+        for name in journal["replaced"]:
+            shutil.rmtree(shard_path / _SEGMENTS / name, ignore_errors=True)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def child_command(work: Path, merged_kb: int, indexing_threshold_kb: int, search_threads: int) -> list[str]:
+    """The command of the child process that merges the staged shard in `work` into one segment, indexed as the
+    owner's segments are."""
+    return [sys.executable, "-m", __name__, str(work), str(merged_kb), str(indexing_threshold_kb), str(search_threads)]
+
+
+def main(argv: list[str]) -> None:
+    """The child: open the staged shard, merge every segment in it into one, close it."""
+    import qdrant_edge as edge
+
+    from alexandria.store.embedded import load_config
+
+    work, merged_kb, indexing_threshold_kb, search_threads = Path(argv[0]), *map(int, argv[1:4])
+    os.nice(_CHILD_NICENESS)
+    # One segment wanted, and room for all the staged ones in it: the owner chose them to fit.
+    optimizers = edge.EdgeOptimizersConfig(indexing_threshold=indexing_threshold_kb, default_segment_number=1,
+                                           max_segment_size=2 * merged_kb)
+    started = time.perf_counter()
+    shard = edge.EdgeShard.load(str(work), load_config(work, optimizers, search_threads))
+    shard.optimize()
+    shard.close()
+    log.info("merged %s in %.0f s", work, time.perf_counter() - started)
+
+
+if __name__ == "__main__":
+    configure_logging("merge")
+    main(sys.argv[1:])

@@ -1,0 +1,170 @@
+"""The embedded store merges a collection past eight segments in a child process, while it answers (merging.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from alexandria.store import Filter, StoredPoint, lexical, merging
+from alexandria.store import embedded as embedded_module
+from alexandria.store import schema as f
+from alexandria.store.embedded import EmbeddedStore
+from alexandria.store.model import CollectionLayout
+from store.synthetic import COLLECTION, DIMENSION, METADATA, axis, settings_for
+
+POINTS_A_BOOK = 60
+
+
+@pytest.fixture(autouse=True)
+def each_book_its_own_segment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Segments indexed from 1 KB of vectors and merged in process up to 2 KB: each book of 60 points ends in a
+    segment of its own, a large library's many segments in miniature."""
+    monkeypatch.setattr(embedded_module, "_INDEXING_THRESHOLD_KB", 1)
+
+
+def _open(tmp_path: Path, merged_segment_kb: int) -> EmbeddedStore:
+    return EmbeddedStore.open(settings_for("embedded", tmp_path).embedded_path, 2, CollectionLayout(),
+                              max_segment_kb=2, merged_segment_kb=merged_segment_kb)
+
+
+def _write_book(store: EmbeddedStore, book: int) -> None:
+    store.upsert(COLLECTION, [
+        StoredPoint(f"00000000-0000-0000-{book:04d}-{n:012d}", axis(n % DIMENSION), lexical.encode_document(f"word{n}"),
+                    {f.BOOK_KEY: f"book-{book}", "n": n})
+        for n in range(POINTS_A_BOOK)
+    ])
+    store.optimize(COLLECTION)
+
+
+def _answers_each_book(store: EmbeddedStore, books: int) -> None:
+    for book in range(books):
+        where = Filter(must={f.BOOK_KEY: f"book-{book}"})
+        nearest = store.query_dense(COLLECTION, axis(7), where, 1)
+        assert [(h.payload[f.BOOK_KEY], h.payload["n"] % DIMENSION) for h in nearest] == [(f"book-{book}", 7)]
+        hits = store.query_sparse(COLLECTION, lexical.encode_query("word9"), where, 1)
+        assert [(h.payload[f.BOOK_KEY], h.payload["n"]) for h in hits] == [(f"book-{book}", 9)]
+
+
+def _grown_without_merges(tmp_path: Path, books: int) -> Path:
+    store = _open(tmp_path, merged_segment_kb=0)
+    try:
+        store.ensure_collection(COLLECTION, DIMENSION, METADATA)
+        for book in range(books):
+            _write_book(store, book)
+        assert store.segment_count(COLLECTION) > 8
+    finally:
+        store.close()
+    return settings_for("embedded", tmp_path).embedded_path
+
+
+def test_a_collection_grown_past_eight_segments_is_merged_in_a_child_while_it_answers(tmp_path: Path) -> None:
+    books = 14
+    answered: list[list[tuple[str, int]]] = []
+    failures: list[BaseException] = []
+    writing = threading.Event()
+    store = _open(tmp_path, merged_segment_kb=1000)
+    store.ensure_collection(COLLECTION, DIMENSION, METADATA)
+    _write_book(store, 0)
+
+    def ask_all_along() -> None:
+        while not writing.is_set() or store.merging(COLLECTION):
+            try:
+                hits = store.query_dense(COLLECTION, axis(7), Filter(must={f.BOOK_KEY: "book-0"}), 1)
+                answered.append([(h.payload[f.BOOK_KEY], h.payload["n"] % DIMENSION) for h in hits])
+            except BaseException as failure:  # noqa: BLE001 - any failure of a query beside a merge is the finding
+                failures.append(failure)
+            time.sleep(0.001)
+
+    asker = threading.Thread(target=ask_all_along)
+    asker.start()
+    try:
+        merged_while_writing = False
+        for book in range(1, books):
+            _write_book(store, book)  # waits while a merge runs
+            merged_while_writing |= store.merging(COLLECTION)
+        writing.set()
+        store.finish_merges()
+        asker.join()
+
+        assert merged_while_writing
+        assert failures == []
+        assert len(answered) > 0 and all(answer == [("book-0", 7)] for answer in answered)
+        assert store.segment_count(COLLECTION) <= 8
+        assert store.count(COLLECTION) == books * POINTS_A_BOOK
+        _answers_each_book(store, books)
+        assert not (tmp_path / "store" / merging.MERGES_FOLDER / COLLECTION).exists()
+    finally:
+        writing.set()
+        asker.join()
+        store.close()
+
+    reopened = _open(tmp_path, merged_segment_kb=0)
+    try:
+        assert reopened.segment_count(COLLECTION) <= 8
+        assert reopened.count(COLLECTION) == books * POINTS_A_BOOK
+        _answers_each_book(reopened, books)
+    finally:
+        reopened.close()
+
+
+def test_closing_the_store_stops_a_merge_and_leaves_the_collection_as_it_was(tmp_path: Path) -> None:
+    root = _grown_without_merges(tmp_path, books=10)
+    store = _open(tmp_path, merged_segment_kb=1000)
+    _write_book(store, 10)  # its optimize starts a merge
+    assert store.merging(COLLECTION)
+    store.close()
+
+    reopened = _open(tmp_path, merged_segment_kb=0)
+    try:
+        assert reopened.count(COLLECTION) == 11 * POINTS_A_BOOK
+        _answers_each_book(reopened, 11)
+        assert not (root / merging.MERGES_FOLDER / COLLECTION).exists()
+    finally:
+        reopened.close()
+
+
+def test_a_swap_a_crash_stopped_is_completed_when_the_store_opens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _grown_without_merges(tmp_path, books=10)
+    shard = root / COLLECTION
+    before = len(merging.segments_of(shard))
+    chosen = merging.plan(shard, 8, merged_bytes=10**9)
+    assert len(chosen) >= 2
+    work = root / merging.MERGES_FOLDER / COLLECTION
+    merging.stage(shard, chosen, work)
+    subprocess.run(merging.child_command(work, merged_kb=10**6, indexing_threshold_kb=1, search_threads=1), check=True)
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise OSError("the machine stopped")
+
+    with monkeypatch.context() as crashing:
+        crashing.setattr(merging.shutil, "rmtree", crash)
+        with pytest.raises(OSError, match="stopped"):
+            merging.swap_in(shard, work, chosen)
+    # The merged segment is in, beside the ones it replaces: each point twice on disk.
+    assert len(merging.segments_of(shard)) == before + 1
+
+    store = _open(tmp_path, merged_segment_kb=0)
+    try:
+        assert store.segment_count(COLLECTION) == before - len(chosen) + 1
+        assert store.count(COLLECTION) == 10 * POINTS_A_BOOK
+        _answers_each_book(store, 10)
+        assert not work.exists()
+    finally:
+        store.close()
+
+
+def test_a_plan_takes_the_smallest_sealed_segments_that_fit_and_none_below_the_count(tmp_path: Path) -> None:
+    shard = _grown_without_merges(tmp_path, books=10) / COLLECTION
+    segments = merging.segments_of(shard)
+    sealed = sorted((s for s in segments if s.sealed), key=lambda s: s.vector_bytes)
+    assert merging.plan(shard, most_segments=len(segments), merged_bytes=10**9) == []
+    assert merging.plan(shard, 8, merged_bytes=10**9) == sealed
+    two = sealed[0].vector_bytes + sealed[1].vector_bytes
+    assert merging.plan(shard, 8, merged_bytes=two) == sealed[:2]
+    assert merging.plan(shard, 8, merged_bytes=sealed[0].vector_bytes) == []  # one alone is no merge
