@@ -125,7 +125,11 @@ class _Merge:
     thread: threading.Thread
     cancelled: threading.Event = field(default_factory=threading.Event)
     process: subprocess.Popen[bytes] | None = None
-    # Held while the child is started or stopped, so that a cancel never misses a child starting.
+    # Whether a step holds the collection's writes. Deletions do not wait for it (a book removed is gone from
+    # searches at once): they are applied to the shard it merges from, and again to the one it swaps in.
+    holding_writes: bool = False
+    deletions: list[edge.Filter] = field(default_factory=list)
+    # Held while the child is started or stopped, and while the fields above change.
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 _ALIASES_FILE = "aliases.json"
@@ -148,6 +152,8 @@ _SEGMENTS = 8
 # rescoring's reads of originals on disk), precise p50 through the stack 171.5 -> 110-126 ms (bench/scale.py --kept, two runs).
 # Fewer segments are searched as the settings say: with one segment, oversampling 1 lost 1.4% of the top 50.
 MANY_SEGMENTS_EF_SHARE = 0.5
+# How often a deletion waiting for the collection's writes looks whether a background merge holds them.
+_DELETION_POLL_S = 0.05
 # The lexical index by how a collection was laid out (its `on_disk`). In RAM (the engine's default) it is the
 # largest part of a big collection's heap, about 1.1 KB a passage; Cold reads it through mmap. Measured on
 # 100,000 synthetic points of 150 terms each (qdrant-edge 0.9, a fresh process): 108 MB of heap in RAM, none
@@ -341,13 +347,25 @@ class EmbeddedStore(Store):
             shard.update(edge.UpdateOperation.set_payload_by_filter(_to_edge_filter(where), payload))
 
     def delete(self, collection: str, where: Filter) -> int:
-        """Delete matching points; return how many there were."""
+        """Delete matching points; return how many there were. Never waits for a background merge."""
         condition = _to_edge_filter(where)
-        with self._writing(collection) as shard:
-            matching = shard.count(edge.CountRequest(exact=True, filter=condition))
-            if matching:
-                shard.update(edge.UpdateOperation.delete_points_by_filter(condition))
-        return matching
+        target = self.collection_target(collection)
+        writes = self._write_lock(target)
+        while not writes.acquire(timeout=_DELETION_POLL_S):
+            merge = self._merges.get(target)
+            if merge is None:
+                continue
+            with merge.lock:
+                if not merge.holding_writes:
+                    continue
+                merge.deletions.append(condition)
+            with self._using(collection) as shard:
+                return _delete_matching(shard, condition)
+        try:
+            with self._using(collection) as shard:
+                return _delete_matching(shard, condition)
+        finally:
+            writes.release()
 
     def optimize(self, collection: str) -> None:
         """Index and merge segments now, then flush them so that the WAL can drop what they hold; blocks, and
@@ -610,7 +628,7 @@ class EmbeddedStore(Store):
     def _merge_steps(self, target: str, merge: _Merge, path: Path, work: Path) -> None:
         """Merge the smallest segments of `target`, one step after another while some are due (merging.py)."""
         while not merge.cancelled.is_set():
-            with self._write_lock(target):
+            with self._write_lock(target), self._holding_writes(merge):
                 with self._using(target) as shard:
                     shard.flush()
                 chosen = merging.plan(path, _SEGMENTS, self._merged_bytes)
@@ -637,10 +655,27 @@ class EmbeddedStore(Store):
                 with self._swapping(target):
                     self._shards[target].close()
                     merging.swap_in(path, work, chosen)
-                    self._shards[target] = self._load_shard(path)
+                    shard = self._shards[target] = self._load_shard(path)
+                    with merge.lock:
+                        merge.holding_writes = False
+                        deletions, merge.deletions = merge.deletions, []
+                    for condition in deletions:  # the child merged from before them
+                        _delete_matching(shard, condition)
                     self._measure(target)
             log.info("merged %d segments of %s (%.0f MB of vectors) in %.0f s: %d segments now", len(chosen), target,
                      megabytes, time.perf_counter() - started, self._segments[target])
+
+    @staticmethod
+    @contextmanager
+    def _holding_writes(merge: _Merge) -> Iterator[None]:
+        with merge.lock:
+            merge.holding_writes = True
+        try:
+            yield
+        finally:
+            with merge.lock:
+                merge.holding_writes = False
+                merge.deletions.clear()  # applied to the shard it merged from, which stays
 
     def _stop_merge(self, target: str) -> None:
         """Stop the background merges of `target` and wait for their thread: a child stopped leaves the shard as
@@ -801,6 +836,14 @@ class EmbeddedStore(Store):
 
     def _write_sidecar(self, collection: str, content: _Sidecar) -> None:
         write_json_atomically(self._sidecar_path(collection), content)
+
+
+def _delete_matching(shard: edge.EdgeShard, condition: edge.Filter) -> int:
+    """Delete the points matching `condition` from `shard`; how many there were."""
+    matching = shard.count(edge.CountRequest(exact=True, filter=condition))
+    if matching:
+        shard.update(edge.UpdateOperation.delete_points_by_filter(condition))
+    return matching
 
 
 def load_config(path: Path, optimizers: edge.EdgeOptimizersConfig, search_threads: int) -> edge.EdgeConfig:

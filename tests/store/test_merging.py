@@ -168,3 +168,20 @@ def test_a_plan_takes_the_smallest_sealed_segments_that_fit_and_none_below_the_c
     two = sealed[0].vector_bytes + sealed[1].vector_bytes
     assert merging.plan(shard, 8, merged_bytes=two) == sealed[:2]
     assert merging.plan(shard, 8, merged_bytes=sealed[0].vector_bytes) == []  # one alone is no merge
+
+
+def test_a_book_removed_during_a_merge_is_gone_at_once_and_stays_gone_after_the_swap(tmp_path: Path) -> None:
+    _grown_without_merges(tmp_path, books=10)
+    store = _open(tmp_path, merged_segment_kb=1000)
+    try:
+        _write_book(store, 10)  # its optimize starts a merge
+        assert store.merging(COLLECTION)
+        assert store.delete(COLLECTION, Filter(must={f.BOOK_KEY: "book-3"})) == POINTS_A_BOOK
+        assert store.merging(COLLECTION)  # the removal did not wait for it
+        assert store.count(COLLECTION, Filter(must={f.BOOK_KEY: "book-3"})) == 0
+        store.finish_merges()
+        assert store.count(COLLECTION) == 10 * POINTS_A_BOOK
+        assert store.query_dense(COLLECTION, axis(7), Filter(must={f.BOOK_KEY: "book-3"}), 1) == []
+        assert store.segment_count(COLLECTION) <= 8
+    finally:
+        store.close()
