@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -60,6 +60,9 @@ log = logging.getLogger(__name__)
 # full, small enough that progress moves every second or two on a CPU.
 EMBED_SLICE = 1024
 BYTES_PER_MB = 1024 * 1024
+# A write waits while the embedded store merges the collection's segments in the background (minutes on a large
+# library: alexandria/store/merging.py). Saying so this often keeps the caller's progress moving meanwhile.
+WAITING_NOTE_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -270,8 +273,8 @@ class BookIngestor:
             open_at = [] if book.format == BookFormat.PDF else viewer_locations(
                 "\n".join(chapter.text for chapter in prepared.book.chapters), [c.text for c in chunked.chunks])
             points = build_points(book, chunked, prepared.vectors, window_vectors, parent_vectors, open_at)
-            report("write", 0, len(points), f"writing {len(points):,} points")
-            await asyncio.to_thread(writer.write, book.book_key, book.version, points)
+            await written_reporting_waits(asyncio.to_thread(writer.write, book.book_key, book.version, points),
+                                          len(points), report)
             report("write", len(points), len(points), f"wrote {len(points):,} points")
             outcome.steps.append(f"💾 Wrote {len(points):,} points to '{collection}'")
             if source.highlights:
@@ -285,6 +288,17 @@ class BookIngestor:
         self.on_written(collection)
         outcome.seconds = round(time.perf_counter() - started, 2)
         return outcome
+
+
+async def written_reporting_waits(writing: Awaitable[int], points: int, report: Report) -> None:
+    """Await `writing` (a book's `points`), reporting every WAITING_NOTE_S that it still waits."""
+    report("write", 0, points, f"writing {points:,} points")
+    task = asyncio.ensure_future(writing)
+    started = time.monotonic()
+    while not (await asyncio.wait({task}, timeout=WAITING_NOTE_S))[0]:
+        report("write", 0, points, f"writing {points:,} points: still waiting for the store after "
+                                   f"{time.monotonic() - started:.0f} s (it may be merging the collection's segments)")
+    task.result()
 
 
 def above_floor(cosines: np.ndarray, floor: float) -> np.ndarray:

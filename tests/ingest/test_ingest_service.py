@@ -4,6 +4,7 @@ books that failed before, a list the catalog served from its previous read)."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -19,9 +20,11 @@ from alexandria.errors import NotFound
 from alexandria.progress import follow
 from alexandria.settings import ClientSettings, IngestSettings, StoreSettings
 from alexandria.store import Store
+from alexandria.store.embedded import EmbeddedStore
 from alexandria.v1 import catalog_pb2, common_pb2, ingest_pb2, ingest_pb2_grpc
 from ingest.fakes import FakeCatalog, FakeEmbedder
 from ingest.helpers import FIXTURE_BOOKS, WAGAHAI, scanned_pdf
+from services.ingest import pipeline
 from services.ingest.server import create_server
 from services.ingest.writer import BookWriter
 
@@ -201,3 +204,26 @@ async def test_a_sync_reads_the_listed_files_and_skips_a_book_that_failed_with_t
     assert [b.title for b in again.plan.no_file] == ["Lost"] and again.plan.unchanged == 1
     assert "0 added, 0 replaced, 0 removed, 0 failed, 1 skipped, 1 unchanged, 1 with no file on disk" in again.summary
     assert "ResolveBookFile" not in service.catalog.calls, "the sync reads the files the catalog listed"
+
+
+async def test_a_book_written_while_the_store_holds_its_collection_says_it_waits_until_written(
+        service: IngestService, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pipeline, "WAITING_NOTE_S", 0.1)
+    first, second = service.book_file("first.txt"), service.book_file("second.txt", TEXT.replace("storm", "calm"))
+    await service.run("IngestFile", ingest_pb2.IngestFileRequest(file_path=str(first), title="First", author="A",
+                                                                 options=options()))
+    store = service.store.store  # behind the recording
+    assert isinstance(store, EmbeddedStore)
+    # What a background merge of the collection holds while it runs (alexandria/store/merging.py).
+    merge_holds = store._write_lock(COLLECTION)
+    merge_holds.acquire()
+    asyncio.get_running_loop().call_later(1.0, merge_holds.release)
+    service.progress.clear()
+
+    await service.run("IngestFile", ingest_pb2.IngestFileRequest(file_path=str(second), title="Second", author="A",
+                                                                 options=options()))
+
+    waits = [p.message for p in service.progress if "still waiting for the store" in p.message]
+    assert waits and all(m.endswith("s (it may be merging the collection's segments)") for m in waits)
+    assert service.progress[-1].stage == "write" and service.progress[-1].message.startswith("wrote ")
+    assert len(service.held()) == 2
