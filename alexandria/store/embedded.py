@@ -414,7 +414,7 @@ class EmbeddedStore(Store):
                          f"QDRANT_QUANTIZATION_OVERSAMPLING {self._layout.oversampling:g})")
         if self.merging(collection):
             notes.append(f"its smallest segments are being merged in the background (past {_SEGMENTS} segments): "
-                         "writes wait for each merge")
+                         "books written meanwhile wait for it")
         return "; ".join(notes)
 
     def segment_count(self, collection: str) -> int:

@@ -177,7 +177,7 @@ def test_a_book_removed_during_a_merge_is_gone_at_once_and_stays_gone_after_the_
         _write_book(store, 10)  # its optimize starts a merge
         assert store.merging(COLLECTION)
         assert store.collection_storage(COLLECTION).search_note.endswith(
-            "its smallest segments are being merged in the background (past 8 segments): writes wait for each merge")
+            "its smallest segments are being merged in the background (past 8 segments): books written meanwhile wait for it")
         assert store.delete(COLLECTION, Filter(must={f.BOOK_KEY: "book-3"})) == POINTS_A_BOOK
         assert store.merging(COLLECTION)  # the removal did not wait for it
         assert store.count(COLLECTION, Filter(must={f.BOOK_KEY: "book-3"})) == 0
