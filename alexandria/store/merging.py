@@ -21,10 +21,12 @@ build, for one merged segment.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import os
 import shutil
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -44,6 +46,7 @@ _SEGMENTS = "segments"
 _SIZED_VECTORS = (DENSE, WINDOWS)
 # The child runs beside the queries on the same cores: it yields to them.
 _CHILD_NICENESS = 10
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,7 @@ def main(argv: list[str]) -> None:
     from alexandria.store.embedded import load_config
 
     work, merged_kb, indexing_threshold_kb, search_threads = Path(argv[0]), *map(int, argv[1:4])
+    _die_with_parent()
     os.nice(_CHILD_NICENESS)
     # One segment wanted, and room for all the staged ones in it: the owner chose them to fit.
     optimizers = edge.EdgeOptimizersConfig(indexing_threshold=indexing_threshold_kb, default_segment_number=1,
@@ -139,6 +143,17 @@ def main(argv: list[str]) -> None:
     shard.optimize()
     shard.close()
     log.info("merged %s in %.0f s", work, time.perf_counter() - started)
+
+
+def _die_with_parent() -> None:
+    """Be killed when the process that started this one dies, however it dies: an orphan would go on merging into
+    the work folder that the store's next owner clears and stages again."""
+    if sys.platform == "linux":
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+        if os.getppid() == 1:  # the parent died before the call above
+            sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -187,3 +188,44 @@ def test_a_book_removed_during_a_merge_is_gone_at_once_and_stays_gone_after_the_
         assert store.segment_count(COLLECTION) <= 8
     finally:
         store.close()
+
+
+def test_a_merge_child_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
+    _grown_without_merges(tmp_path, books=10)
+    owner = subprocess.Popen([sys.executable, "-c", f"""
+import sys, time
+sys.path[:0] = {sys.path!r}
+from alexandria.store import embedded
+from test_merging import _open, _write_book
+from pathlib import Path
+embedded._INDEXING_THRESHOLD_KB = 1
+store = _open(Path({str(tmp_path)!r}), merged_segment_kb=1000)
+_write_book(store, 10)
+merge = next(iter(store._merges.values()))
+while merge.process is None:
+    time.sleep(0.01)
+print(merge.process.pid, flush=True)
+time.sleep(60)
+"""], stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parent)
+    assert owner.stdout is not None
+    child = int(owner.stdout.readline())
+    owner.kill()  # no close, no cleanup: as a crash or the OOM killer would
+    owner.wait()
+
+    deadline = time.monotonic() + 10
+    while _running(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(child)
+    reopened = _open(tmp_path, merged_segment_kb=0)  # and the store is as it was
+    try:
+        assert reopened.count(COLLECTION) == 11 * POINTS_A_BOOK
+    finally:
+        reopened.close()
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` is a process that has not exited (a zombie has)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
