@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -204,18 +206,27 @@ _write_book(store, 10)
 merge = next(iter(store._merges.values()))
 while merge.process is None:
     time.sleep(0.01)
-print(merge.process.pid, flush=True)
+pid = merge.process.pid
+# Past its start: the child asks to die with its parent before it maps the staged segments' files.
+while {merging.MERGES_FOLDER!r} not in Path(f"/proc/{{pid}}/maps").read_text():
+    time.sleep(0.01)
+print(pid, flush=True)
 time.sleep(60)
 """], stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parent)
     assert owner.stdout is not None
     child = int(owner.stdout.readline())
+    os.kill(child, signal.SIGSTOP)  # held mid-merge: left alone, it would stay
     owner.kill()  # no close, no cleanup: as a crash or the OOM killer would
     owner.wait()
 
     deadline = time.monotonic() + 10
     while _running(child) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _running(child)
+    try:
+        assert not _running(child)
+    finally:
+        if _running(child):
+            os.kill(child, signal.SIGKILL)
     reopened = _open(tmp_path, merged_segment_kb=0)  # and the store is as it was
     try:
         assert reopened.count(COLLECTION) == 11 * POINTS_A_BOOK
