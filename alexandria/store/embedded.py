@@ -37,8 +37,9 @@ its duration. So the policy is to keep each optimize small and most of them empt
   The cap applies to every shard the process opens: a merge it allows pauses this process.
 - A large library's queries are faster on fewer, larger segments: past _SEGMENTS, the smallest are merged into
   one of up to EMBEDDED_MERGED_SEGMENT_MB in a child process, which takes no GIL of this one, while the shard
-  keeps answering (merging.py); writes wait for each such merge. `alexandria compact` merges a stopped stack's
-  collection at once.
+  keeps answering (merging.py). Writes go on meanwhile, unindexed until the step ends (the engine's optimizer
+  could otherwise merge or vacuum the very segments the child reads), and wait for the step only once it has taken
+  a merged segment's worth of them. `alexandria compact` merges a stopped stack's collection at once.
 One optimize runs at a time; a caller arriving meanwhile waits, then usually finds
 nothing left to do. Queries never need optimize to be correct, only to be fast.
 
@@ -120,17 +121,21 @@ class _Sidecar(TypedDict):
 
 @dataclass
 class _Merge:
-    """A collection's background merges (merging.py): the thread that runs them one after another, and its child."""
+    """A collection's background merges (merging.py): the thread that runs them one after another, and its child.
+
+    While a step's child runs, the collection takes writes as before. A point written again (a book ingested again,
+    a payload changed) gets a newer version than its copy in the merged segment, and a shard keeps the newest copy of
+    a point when it loads, so such writes need nothing more; deletions are applied again to the merged segment.
+    """
 
     thread: threading.Thread
     cancelled: threading.Event = field(default_factory=threading.Event)
     process: subprocess.Popen[bytes] | None = None
-    # Whether a step holds the collection's writes. Deletions do not wait for it (a book removed is gone from
-    # searches at once): they are applied to the shard it merges from, and again to the one it swaps in.
-    holding_writes: bool = False
+    child_running: bool = False
+    bytes_written: int = 0  # vectors upserted since the child started
     deletions: list[edge.Filter] = field(default_factory=list)
-    # Held while the child is started or stopped, and while the fields above change.
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    # Held while the child is started or stopped, and while the fields above change; notified when a step ends.
+    changed: threading.Condition = field(default_factory=threading.Condition)
 
 _ALIASES_FILE = "aliases.json"
 # The same ef finds less in a larger graph, so a collection whose largest segment holds more than
@@ -152,8 +157,6 @@ _SEGMENTS = 8
 # rescoring's reads of originals on disk), precise p50 through the stack 171.5 -> 110-126 ms (bench/scale.py --kept, two runs).
 # Fewer segments are searched as the settings say: with one segment, oversampling 1 lost 1.4% of the top 50.
 MANY_SEGMENTS_EF_SHARE = 0.5
-# How often a deletion waiting for the collection's writes looks whether a background merge holds them.
-_DELETION_POLL_S = 0.05
 # The lexical index by how a collection was laid out (its `on_disk`). In RAM (the engine's default) it is the
 # largest part of a big collection's heap, about 1.1 KB a passage; Cold reads it through mmap. Measured on
 # 100,000 synthetic points of 150 terms each (qdrant-edge 0.9, a fresh process): 108 MB of heap in RAM, none
@@ -200,6 +203,7 @@ class EmbeddedStore(Store):
         self._many_segments_search = DenseSearch(max(1, int(layout.hnsw_ef * MANY_SEGMENTS_EF_SHARE)), 1.0)
         self._search_params: dict[DenseSearch, edge.SearchParams] = {}
         self._merged_bytes = merged_segment_kb * 1000
+        self._max_segment_bytes = max_segment_kb * 1000
         self._shards: dict[str, edge.EdgeShard] = {}  # by the collection's own name
         # By own name, measured when a shard loads and after each optimize or merge: its segments, and the
         # vectors of its largest sealed one.
@@ -338,6 +342,7 @@ class EmbeddedStore(Store):
     def upsert(self, collection: str, points: list[StoredPoint]) -> None:
         """Insert or replace these points (same id: replaced whole)."""
         if points:
+            self._make_room(collection, points)
             with self._writing(collection) as shard:
                 shard.update(edge.UpdateOperation.upsert_points([_to_edge_point(p) for p in points]))
 
@@ -347,35 +352,26 @@ class EmbeddedStore(Store):
             shard.update(edge.UpdateOperation.set_payload_by_filter(_to_edge_filter(where), payload))
 
     def delete(self, collection: str, where: Filter) -> int:
-        """Delete matching points; return how many there were. Never waits for a background merge."""
+        """Delete matching points; return how many there were."""
         condition = _to_edge_filter(where)
-        target = self.collection_target(collection)
-        writes = self._write_lock(target)
-        while not writes.acquire(timeout=_DELETION_POLL_S):
-            merge = self._merges.get(target)
-            if merge is None:
-                continue
-            with merge.lock:
-                if not merge.holding_writes:
-                    continue
-                merge.deletions.append(condition)
-            with self._using(collection) as shard:
-                return _delete_matching(shard, condition)
-        try:
-            with self._using(collection) as shard:
-                return _delete_matching(shard, condition)
-        finally:
-            writes.release()
+        with self._writing(collection) as shard:
+            merge = self._merges.get(self.collection_target(collection))
+            if merge is not None:
+                with merge.changed:
+                    if merge.child_running:  # the child merges from before this deletion
+                        merge.deletions.append(condition)
+            return _delete_matching(shard, condition)
 
     def optimize(self, collection: str) -> None:
         """Index and merge segments now, then flush them so that the WAL can drop what they hold; blocks, and
         pauses the process's Python threads (module docstring). Then, past _SEGMENTS segments, merges the smallest
-        in the background (merging.py)."""
+        in the background (merging.py). While a background merge's child runs, it only flushes: the step indexes
+        what was written meanwhile when it ends."""
         target = self.collection_target(collection)
-        with self._writing(collection) as shard, self._optimize_lock:
-            started = time.perf_counter()
-            if shard.optimize():
-                log.info("optimized %s in %.2f s", collection, time.perf_counter() - started)
+        with self._writing(collection) as shard:
+            merge = self._merges.get(target)
+            if merge is None or not merge.child_running:
+                self._optimize(collection, shard)
             shard.flush()
             self._measure(target)
         self._merge_in_background(target)
@@ -414,7 +410,7 @@ class EmbeddedStore(Store):
                          f"QDRANT_QUANTIZATION_OVERSAMPLING {self._layout.oversampling:g})")
         if self.merging(collection):
             notes.append(f"its smallest segments are being merged in the background (past {_SEGMENTS} segments): "
-                         "books written meanwhile wait for it")
+                         "books written meanwhile are indexed once it ends")
         return "; ".join(notes)
 
     def segment_count(self, collection: str) -> int:
@@ -573,12 +569,33 @@ class EmbeddedStore(Store):
 
     @contextmanager
     def _writing(self, collection: str) -> Iterator[edge.EdgeShard]:
-        """The shard of `collection`, written by this block alone, never while a background merge runs on it."""
+        """The shard of `collection`, written by this block alone, never while a background merge stages or swaps
+        its segments."""
         with self._write_lock(self.collection_target(collection)), self._using(collection) as shard:
             yield shard
 
+    def _make_room(self, collection: str, points: list[StoredPoint]) -> None:
+        """While a background merge's child runs, wait for it to end if the vectors written meanwhile (not indexed
+        until it ends) would pass what one merge in this process makes; then count these."""
+        merge = self._merges.get(self.collection_target(collection))
+        if merge is None:
+            return
+        written = sum(_vector_bytes(point) for point in points)
+        with merge.changed:
+            merge.changed.wait_for(lambda: not merge.child_running or merge.cancelled.is_set()
+                                   or merge.bytes_written + written <= self._max_segment_bytes)
+            if merge.child_running:
+                merge.bytes_written += written
+
+    def _optimize(self, collection: str, shard: edge.EdgeShard) -> None:
+        with self._optimize_lock:
+            started = time.perf_counter()
+            if shard.optimize():
+                log.info("optimized %s in %.2f s", collection, time.perf_counter() - started)
+
     def _write_lock(self, target: str) -> threading.Lock:
-        """What each write of the collection of own name `target` holds, and a background merge of it."""
+        """What each write of the collection of own name `target` holds, and a background merge while it stages or
+        swaps its segments."""
         with self._writes_lock:
             return self._writes.setdefault(target, threading.Lock())
 
@@ -628,7 +645,7 @@ class EmbeddedStore(Store):
     def _merge_steps(self, target: str, merge: _Merge, path: Path, work: Path) -> None:
         """Merge the smallest segments of `target`, one step after another while some are due (merging.py)."""
         while not merge.cancelled.is_set():
-            with self._write_lock(target), self._holding_writes(merge):
+            with self._write_lock(target):
                 with self._using(target) as shard:
                     shard.flush()
                 chosen = merging.plan(path, _SEGMENTS, self._merged_bytes)
@@ -639,7 +656,7 @@ class EmbeddedStore(Store):
                 megabytes = sum(s.vector_bytes for s in chosen) / 1e6
                 log.info("merging %d of the %d segments of %s (%.0f MB of vectors) in the background", len(chosen),
                          self._segments[target], target, megabytes)
-                with merge.lock:
+                with merge.changed:
                     if merge.cancelled.is_set():
                         return
                     # Its log goes where this process's does; stdout may be a protocol's (MCP over stdio).
@@ -647,35 +664,33 @@ class EmbeddedStore(Store):
                         merging.child_command(work, self._merged_bytes // 1000, _INDEXING_THRESHOLD_KB,
                                               self._search_threads),
                         stdout=subprocess.DEVNULL)
+                    merge.child_running = True
+            try:
                 if merge.process.wait() != 0 or merge.cancelled.is_set():
                     if not merge.cancelled.is_set():
                         log.error("the merge of %s failed (exit status %d): its segments stay as they were", target,
                                   merge.process.returncode)
                     return
-                with self._swapping(target):
-                    self._shards[target].close()
-                    merging.swap_in(path, work, chosen)
-                    shard = self._shards[target] = self._load_shard(path)
-                    with merge.lock:
-                        merge.holding_writes = False
-                        deletions, merge.deletions = merge.deletions, []
-                    for condition in deletions:  # the child merged from before them
-                        _delete_matching(shard, condition)
+                with self._write_lock(target):
+                    with self._swapping(target):
+                        self._shards[target].close()
+                        merging.swap_in(path, work, chosen)
+                        shard = self._shards[target] = self._load_shard(path)
+                        with merge.changed:
+                            deletions, merge.deletions = merge.deletions, []
+                        for condition in deletions:
+                            _delete_matching(shard, condition)
+                    self._optimize(target, shard)  # what was written during the step
+                    shard.flush()
                     self._measure(target)
+            finally:
+                with merge.changed:
+                    merge.child_running = False
+                    merge.bytes_written = 0
+                    merge.deletions.clear()  # applied already to the shard it merged from, which stays
+                    merge.changed.notify_all()
             log.info("merged %d segments of %s (%.0f MB of vectors) in %.0f s: %d segments now", len(chosen), target,
                      megabytes, time.perf_counter() - started, self._segments[target])
-
-    @staticmethod
-    @contextmanager
-    def _holding_writes(merge: _Merge) -> Iterator[None]:
-        with merge.lock:
-            merge.holding_writes = True
-        try:
-            yield
-        finally:
-            with merge.lock:
-                merge.holding_writes = False
-                merge.deletions.clear()  # applied to the shard it merged from, which stays
 
     def _stop_merge(self, target: str) -> None:
         """Stop the background merges of `target` and wait for their thread: a child stopped leaves the shard as
@@ -683,10 +698,11 @@ class EmbeddedStore(Store):
         merge = self._merges.pop(target, None)
         if merge is None:
             return
-        with merge.lock:
+        with merge.changed:
             merge.cancelled.set()
             if merge.process is not None and merge.process.poll() is None:
                 merge.process.terminate()
+            merge.changed.notify_all()
         merge.thread.join()
 
     def _find_shard(self, collection: str, resolve: bool = True) -> edge.EdgeShard | None:
@@ -961,6 +977,11 @@ def _match(value: Any) -> edge.MatchValue | edge.MatchAny:
         # The stub allows no numpy bool, though qdrant-edge reads one as a bool: the point of this line.
         return edge.MatchValue(np.bool_(value))  # type: ignore[arg-type]
     return edge.MatchValue(value)
+
+
+def _vector_bytes(point: StoredPoint) -> int:
+    """What the engine counts of a point against a segment's size (windows are stored in half precision)."""
+    return point.dense.size * 4 + (0 if point.windows is None else point.windows.size * 2)
 
 
 def _to_edge_point(point: StoredPoint) -> edge.Point:

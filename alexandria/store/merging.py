@@ -9,11 +9,13 @@ happens here instead, one step at a time, while the owner keeps answering from t
    in EMBEDDED_MERGED_SEGMENT_MB (`plan`);
 2. it links their files into a work folder beside the store (`stage`: hard links, no copy of the data) and a child
    process opens that as a shard of its own and merges them into one segment (`main`). The child never changes
-   the content of the files it shares with the owner (measured: every byte of them the same after a merge), and
-   the owner writes nothing meanwhile, so both read the same segments;
-3. the owner closes its shard, moves the merged segment in and deletes the ones it replaces (`swap_in`, recorded
-   first in a journal that `finish_interrupted` completes after a crash), and loads the shard again: queries wait
-   for that reload alone.
+   the content of the files it shares with the owner (measured: every byte of them the same after a merge). The
+   owner takes writes meanwhile: new points land in its unsealed segment, which the child does not read; a point
+   written again gets a newer version than the child's copy, and a shard keeps a point's newest copy when it loads;
+   a deletion is recorded, to be applied again to the merged segment;
+3. the owner holds the writes again, closes its shard, moves the merged segment in and deletes the ones it replaces
+   (`swap_in`, recorded first in a journal that `finish_interrupted` completes after a crash), loads the shard
+   again and applies the deletions: queries wait for that reload alone.
 
 The disk a step takes is the merged segment's, a bounded part of the collection; its memory is the child's graph
 build, for one merged segment.

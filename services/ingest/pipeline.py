@@ -60,8 +60,9 @@ log = logging.getLogger(__name__)
 # full, small enough that progress moves every second or two on a CPU.
 EMBED_SLICE = 1024
 BYTES_PER_MB = 1024 * 1024
-# A write waits while the embedded store merges the collection's segments in the background (minutes on a large
-# library: alexandria/store/merging.py). Saying so this often keeps the caller's progress moving meanwhile.
+# A write may wait for the embedded store's background merge of the collection's segments (minutes on a large
+# library, once a merged segment's worth was written during it: alexandria/store/merging.py). Saying so this often
+# keeps the caller's progress moving meanwhile.
 WAITING_NOTE_S = 10.0
 
 
