@@ -38,8 +38,9 @@ its duration. So the policy is to keep each optimize small and most of them empt
 - A large library's queries are faster on fewer, larger segments: past _SEGMENTS, the smallest are merged into
   one of up to EMBEDDED_MERGED_SEGMENT_MB in a child process, which takes no GIL of this one, while the shard
   keeps answering (merging.py). Writes go on meanwhile, unindexed until the step ends (the engine's optimizer
-  could otherwise merge or vacuum the very segments the child reads), and wait for the step only once it has taken
-  a merged segment's worth of them. `alexandria compact` merges a stopped stack's collection at once.
+  could otherwise merge or vacuum the very segments the child reads), and wait for the step only once they hold
+  more vectors than one merge in this process makes (EMBEDDED_MAX_SEGMENT_MB). `alexandria compact` merges a
+  stopped stack's collection at once.
 One optimize runs at a time; a caller arriving meanwhile waits, then usually finds
 nothing left to do. Queries never need optimize to be correct, only to be fast.
 
