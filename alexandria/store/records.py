@@ -191,22 +191,37 @@ def complete(**must: Any) -> Filter:
     return Filter(must={f.COMPLETE: True, **must})
 
 
+def _complete_counts(store: Store, collection: str, key: str, **must: Any) -> dict[Any, int]:
+    """Value of `key` -> points of books written whole into `collection` that hold it (narrowed by `must`).
+
+    All points less those not complete: every point is complete but a book's being written, and a facet that
+    checks a condition at each point it counts took 1.9-2.8 s for book keys at 2,250,000 points, where these
+    two took 0.7-1.0 s together."""
+    counts = store.facet_counts(collection, key, Filter(must=must))
+    for value, partial in store.facet_counts(collection, key, Filter(must=must, must_not={f.COMPLETE: True})).items():
+        if counts.get(value, 0) > partial:
+            counts[value] -= partial
+        else:
+            counts.pop(value, None)
+    return counts
+
+
 def complete_books(store: Store, collection: str, **must: Any) -> dict[str, int]:
     """Book key -> points, of the books written whole into `collection` (narrowed by `must`)."""
-    return store.facet_counts(collection, f.BOOK_KEY, complete(**must))
+    return _complete_counts(store, collection, f.BOOK_KEY, **must)
 
 
 def complete_books_by_language(store: Store, collection: str) -> dict[str, int]:
     """Language as stored -> how many books `collection` holds whole in it (books with none are not counted)."""
     return {str(language): len(complete_books(store, collection, **{f.LANGUAGE: language}))
-            for language in store.facet_counts(collection, f.LANGUAGE, complete())}
+            for language in _complete_counts(store, collection, f.LANGUAGE)}
 
 
 def complete_file_versions(store: Store, collection: str) -> dict[str, FileVersion | None]:
     """Book key -> the version of the file each book held whole was read from (None for books ingested
     before file versions were kept)."""
     versions: dict[str, FileVersion | None] = dict.fromkeys(complete_books(store, collection))
-    for value in store.facet_counts(collection, f.SOURCE, complete()):
+    for value in _complete_counts(store, collection, f.SOURCE):
         key, version = FileVersion.parse_stored(str(value))
         if key in versions:
             versions[key] = version

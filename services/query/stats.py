@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from alexandria.errors import DeadlineExceeded, Unavailable
 from alexandria.model_languages import coverage_note
 from alexandria.store import Store
-from alexandria.store.records import CollectionModel, complete, complete_books, complete_books_by_language
+from alexandria.store.records import CollectionModel, complete_books, complete_books_by_language
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +43,9 @@ def collection_stats(store: Store, collection: str) -> CollectionStatistics:
             return empty
         # Only complete books count: a book being written, or one whose ingest was killed half-way (its
         # points stay until it is ingested again or removed), is not in the library and no search returns it.
-        books = len(complete_books(store, collection))
-        points = store.count(collection, complete())
+        points_by_book = complete_books(store, collection)
+        books = len(points_by_book)
+        points = sum(points_by_book.values())
         storage = store.collection_storage(collection)
         model = CollectionModel.of(info).name or ""
         language_note = coverage_note(model, complete_books_by_language(store, collection))

@@ -1,4 +1,4 @@
-"""The preview asks the store once for all its books, and only about complete ones."""
+"""The preview asks the store about all its books at once, and counts only complete ones."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from services.catalog.preview import ingested_book_ids, preview
 
 
 class RecordingStore:
-    """Just the two reads the preview makes, answering as a store holding `book_keys` would."""
+    """Just the reads the preview makes, answering as a store holding `book_keys`, complete, would."""
 
     def __init__(self, book_keys: dict[str, int] | None) -> None:
         self.book_keys = book_keys
@@ -28,16 +28,19 @@ class RecordingStore:
         self, collection: str, key: str, where: Filter | None = None, limit: int = 100000
     ) -> dict[Any, int]:
         self.facet_calls.append((collection, key, where))
-        return self.book_keys or {}
+        being_written = where is not None and where.must_not == {schema.COMPLETE: True}
+        return {} if being_written else dict(self.book_keys or {})
 
 
-def test_one_store_query_for_all_books_of_a_preview() -> None:
+def test_one_store_read_of_book_keys_for_all_books_of_a_preview() -> None:
     snapshot = read_library(expected.LIBRARIES["fixture"])
     store = RecordingStore({snapshot.get(2).uuid: 12, snapshot.get(4).uuid: 3})
     entries = preview(snapshot, BookQuery(), FormatPreference.ANY, 20, store, "books")
     assert [e.book.id for e in entries if e.already_ingested] == [2, 4]
+    listed = {schema.CALIBRE_ID: [1, 2, 3, 4]}
     assert store.facet_calls == [
-        ("books", schema.BOOK_KEY, Filter(must={schema.COMPLETE: True, schema.CALIBRE_ID: [1, 2, 3, 4]}))
+        ("books", schema.BOOK_KEY, Filter(must=listed)),
+        ("books", schema.BOOK_KEY, Filter(must=listed, must_not={schema.COMPLETE: True})),
     ]
 
 

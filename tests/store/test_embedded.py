@@ -19,7 +19,16 @@ from alexandria.store import schema as f
 from alexandria.store.embedded import EmbeddedStore, shard_segments
 from alexandria.store.factory import compact, reporting_progress
 from alexandria.store.model import CollectionLayout, DenseSearch
-from store.synthetic import COLLECTION, DIMENSION, METADATA, PASSAGES, axis, settings_for, stored_point
+from store.synthetic import (
+    BOOK_SIZES,
+    COLLECTION,
+    DIMENSION,
+    METADATA,
+    PASSAGES,
+    axis,
+    settings_for,
+    stored_point,
+)
 
 
 @pytest.fixture
@@ -373,3 +382,31 @@ def test_a_collection_keeps_the_indexes_it_was_made_with_until_compacted(tmp_pat
             p.book_key == PASSAGES[0].book_key for p in PASSAGES)
     finally:
         store.close()
+
+
+class _CountingFacets:
+    """A shard that counts the facet reads it answers."""
+
+    def __init__(self, shard: object) -> None:
+        self.shard = shard
+        self.facets = 0
+
+    def facet(self, request: object) -> object:
+        self.facets += 1
+        return self.shard.facet(request)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.shard, name)
+
+
+def test_facet_counts_are_read_from_the_shard_again_only_after_a_write(embedded: EmbeddedStore) -> None:
+    counting = embedded._shards[COLLECTION] = _CountingFacets(embedded._shards[COLLECTION])  # type: ignore[assignment]
+    for _ in range(3):
+        assert embedded.facet_counts(COLLECTION, f.BOOK_KEY) == BOOK_SIZES
+    assert embedded.facet_counts(COLLECTION, f.BOOK_KEY, Filter(must={f.COMPLETE: True})) == {}
+    assert counting.facets == 2  # one for each filter
+
+    embedded.set_payload(COLLECTION, Filter(must={f.BOOK_KEY: "pride"}), {f.COMPLETE: True})
+    assert embedded.facet_counts(COLLECTION, f.BOOK_KEY, Filter(must={f.COMPLETE: True})) == {"pride": 2}
+    assert embedded.facet_counts(COLLECTION, f.BOOK_KEY) == BOOK_SIZES
+    assert counting.facets == 4

@@ -20,6 +20,7 @@ from alexandria.store import DENSE, WINDOWS, CollectionInfo, Filter, Store, lexi
 from alexandria.store import schema as f
 from alexandria.store.differences import ACCENT_FOLDING
 from alexandria.store.model import SPARSE
+from alexandria.store.records import complete_books
 from store.synthetic import (
     BOOK_SIZES,
     COLLECTION,
@@ -194,6 +195,36 @@ def test_facet_counts_of_keyword_fields(library: Store) -> None:
     }
     with pytest.raises(InvalidArgument, match="facets work on"):
         library.facet_counts(COLLECTION, f.TEXT)
+
+
+def test_facet_counts_follow_each_write(library: Store) -> None:
+    complete_books = Filter(must={f.COMPLETE: True})
+    assert library.facet_counts(COLLECTION, f.BOOK_KEY, complete_books) == {}
+    library.set_payload(COLLECTION, Filter(must={f.BOOK_KEY: "moby"}), {f.COMPLETE: True})
+    assert library.facet_counts(COLLECTION, f.BOOK_KEY, complete_books) == {"moby": 3}
+    library.delete(COLLECTION, Filter(ids=(point_id("whale"),)))
+    assert library.facet_counts(COLLECTION, f.BOOK_KEY, complete_books) == {"moby": 2}
+    library.upsert(COLLECTION, [stored_point(PASSAGES[0])])
+    assert library.facet_counts(COLLECTION, f.BOOK_KEY) == BOOK_SIZES
+    counts = library.facet_counts(COLLECTION, f.BOOK_KEY)
+    counts.clear()  # what a caller does with the counts it got is its own
+    assert library.facet_counts(COLLECTION, f.BOOK_KEY) == BOOK_SIZES
+    library.delete_collection(COLLECTION)
+    library.ensure_collection(COLLECTION, DIMENSION, METADATA)
+    assert library.facet_counts(COLLECTION, f.BOOK_KEY) == {}
+
+
+def test_complete_books_count_only_the_points_of_books_written_whole(library: Store) -> None:
+    assert complete_books(library, COLLECTION) == {}
+    library.set_payload(COLLECTION, Filter(must={f.BOOK_KEY: ["moby", "pride"]}), {f.COMPLETE: True})
+    assert complete_books(library, COLLECTION) == {"moby": 3, "pride": 2}
+    # moby ingested again: its new version's points are not complete until all are written
+    again = stored_point(PASSAGES[0])
+    library.upsert(COLLECTION, [dataclasses.replace(again, id=point_id("whale, again"))])
+    assert complete_books(library, COLLECTION) == {"moby": 3, "pride": 2}
+    assert complete_books(library, COLLECTION, **{f.AUTHORS: "Jane Austen"}) == {"pride": 2}
+    library.delete(COLLECTION, Filter(must={f.BOOK_KEY: "pride"}))
+    assert complete_books(library, COLLECTION) == {"moby": 3}
 
 
 def test_author_text_filter_matches_a_word_in_any_case(library: Store) -> None:
