@@ -147,7 +147,8 @@ _ALIASES_FILE = "aliases.json"
 LARGE_SEGMENT_EF_FACTOR = 4
 _LARGE_SEGMENT_BYTES = 200_000_000
 # Facet counts read whole collections (a library's listing, its statistics: 5.7-6.5 s for alexandria_stats' at 7,500
-# books of 300 points). The last few read are kept until the collection is written again (0.24-0.29 s: README).
+# books of 300 points), and qdrant-edge holds the GIL while it counts: every other thread of the process waited up
+# to 0.67 s a facet there. The last few read are kept until the collection is written again (0.24-0.29 s: README).
 _KEPT_FACETS = 32
 # qdrant-edge's own record of a shard's config, in the shard's folder (rewritten whenever it loads it).
 _ENGINE_CONFIG = "edge_config.json"
