@@ -30,7 +30,7 @@ from services.query.search import (
     Searcher,
     SearchQuery,
 )
-from services.query.stats import collection_stats
+from services.query.stats import LanguageNotes, collection_stats
 
 log = logging.getLogger(__name__)
 
@@ -205,6 +205,7 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
         self.embedder = embedder
         self.prompts = prompts
         self.settings = settings
+        self.language_notes = LanguageNotes()
 
     async def Search(
         self,
@@ -250,7 +251,7 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
         context: aio.ServicerContext[query_pb2.GetCollectionStatsRequest, query_pb2.CollectionStats],
     ) -> query_pb2.CollectionStats:
         collection = request.collection or self.settings.store.qdrant_collection
-        stats = await asyncio.to_thread(collection_stats, self.searcher.store, collection)
+        stats = await asyncio.to_thread(collection_stats, self.searcher.store, collection, self.language_notes)
         return query_pb2.CollectionStats(
             connected=stats.connected,
             collection_name=stats.collection_name,
