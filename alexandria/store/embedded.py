@@ -93,6 +93,7 @@ from alexandria.store.common import (
 )
 from alexandria.store.model import (
     DENSE,
+    HYBRID_PREFETCH_RESCORES,
     SPARSE,
     WINDOWS,
     CollectionInfo,
@@ -207,7 +208,7 @@ class EmbeddedStore(Store):
         # whatever this process's settings, and an unquantised one ignores it.
         self._set_search = DenseSearch(layout.hnsw_ef, layout.oversampling)
         self._many_segments_search = DenseSearch(max(1, int(layout.hnsw_ef * MANY_SEGMENTS_EF_SHARE)), 1.0)
-        self._search_params: dict[DenseSearch, edge.SearchParams] = {}
+        self._search_params: dict[tuple[DenseSearch, bool], edge.SearchParams] = {}
         self._merged_bytes = merged_segment_kb * 1000
         self._max_segment_bytes = max_segment_kb * 1000
         self._shards: dict[str, edge.EdgeShard] = {}  # by the collection's own name
@@ -502,7 +503,7 @@ class EmbeddedStore(Store):
             edge.Prefetch(
                 limit=prefetch_limit,
                 query=edge.Query.Nearest(dense_list(dense), using=DENSE),
-                params=self._dense_params(collection),
+                params=self._dense_params(collection, rescore=HYBRID_PREFETCH_RESCORES),
             ),
             edge.Prefetch(
                 limit=prefetch_limit, query=edge.Query.Nearest(_to_edge_sparse(sparse), using=SPARSE)
@@ -840,15 +841,16 @@ class EmbeddedStore(Store):
             self._sidecar_path(collection).unlink(missing_ok=True)
         log.info("dropped collection %s", collection)
 
-    def _dense_params(self, collection: str) -> edge.SearchParams:
-        """The engine's parameters for `collection`'s dense searches (dense_search)."""
+    def _dense_params(self, collection: str, rescore: bool = True) -> edge.SearchParams:
+        """The engine's parameters for `collection`'s dense searches (dense_search); without `rescore`, a quantised
+        segment's candidates are ordered by their quantised scores (model.HYBRID_PREFETCH_RESCORES)."""
         search = self.dense_search(collection)
-        if search not in self._search_params:
-            self._search_params[search] = edge.SearchParams(
+        if (search, rescore) not in self._search_params:
+            self._search_params[search, rescore] = edge.SearchParams(
                 hnsw_ef=search.hnsw_ef,
-                quantization=edge.QuantizationSearchParams(rescore=True, oversampling=search.oversampling),
+                quantization=edge.QuantizationSearchParams(rescore=rescore, oversampling=search.oversampling),
             )
-        return self._search_params[search]
+        return self._search_params[search, rescore]
 
     def _read_aliases(self) -> dict[str, str]:
         path = self._root / _ALIASES_FILE

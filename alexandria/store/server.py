@@ -57,6 +57,7 @@ from alexandria.store.common import (
 )
 from alexandria.store.model import (
     DENSE,
+    HYBRID_PREFETCH_RESCORES,
     SPARSE,
     WINDOWS,
     CollectionInfo,
@@ -109,17 +110,21 @@ class ServerStore(Store):
         self._layout = layout or CollectionLayout()
         self._collection_options = collection_options or {}
         self._local_path = local_path
-        # Rescoring asked for on every dense search: a collection keeps the quantisation it was made with,
-        # whatever this process's settings, and an unquantised one ignores it. Local mode searches every
-        # vector exactly and warns about search parameters (differences.LAYOUT).
-        self._dense_search = models.SearchParams(
-            hnsw_ef=self._layout.hnsw_ef,
-            quantization=models.QuantizationSearchParams(rescore=True, oversampling=self._layout.oversampling)
-        ) if builds_indexes else None
+        # Rescoring asked for on every dense search but a hybrid query's prefetch (HYBRID_PREFETCH_RESCORES): a
+        # collection keeps the quantisation it was made with, whatever this process's settings, and an unquantised
+        # one ignores it. Local mode searches every vector exactly and warns about search parameters (differences.LAYOUT).
+        self._dense_search = self._search_params(rescore=True) if builds_indexes else None
+        self._hybrid_prefetch_search = self._search_params(HYBRID_PREFETCH_RESCORES) if builds_indexes else None
         self._known_collections: set[str] = set()
         self._closed = False
         # Local mode cannot take two creates at once, and a creator waiting here must find the first one's.
         self._create_lock = threading.Lock()
+
+    def _search_params(self, rescore: bool) -> models.SearchParams:
+        return models.SearchParams(
+            hnsw_ef=self._layout.hnsw_ef,
+            quantization=models.QuantizationSearchParams(rescore=rescore, oversampling=self._layout.oversampling),
+        )
 
     @classmethod
     def connect(cls, settings: StoreSettings) -> ServerStore:
@@ -340,7 +345,8 @@ class ServerStore(Store):
     ) -> list[Hit]:
         """One engine query: dense and sparse prefetches (filtered alike) fused with RRF."""
         prefetch = [
-            models.Prefetch(query=dense_list(dense), using=DENSE, limit=prefetch_limit, params=self._dense_search),
+            models.Prefetch(query=dense_list(dense), using=DENSE, limit=prefetch_limit,
+                            params=self._hybrid_prefetch_search),
             models.Prefetch(query=_to_qdrant_sparse(sparse), using=SPARSE, limit=prefetch_limit),
         ]
         return self._query(

@@ -400,6 +400,36 @@ class _CountingFacets:
         return getattr(self.shard, name)
 
 
+class _RecordingQueries:
+    """A shard that keeps the query requests it answers."""
+
+    def __init__(self, shard: object) -> None:
+        self.shard = shard
+        self.requests: list[object] = []
+
+    def query(self, request: object) -> object:
+        self.requests.append(request)
+        return self.shard.query(request)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.shard, name)
+
+
+def test_a_hybrid_querys_dense_prefetch_leaves_its_candidates_quantised_scores_as_they_are(
+    embedded: EmbeddedStore,
+) -> None:
+    recording = embedded._shards[COLLECTION] = _RecordingQueries(embedded._shards[COLLECTION])  # type: ignore[assignment]
+    hybrid = embedded.query_hybrid(COLLECTION, axis(0), lexical.encode_query("whale"), None, limit=3, prefetch_limit=6)
+    dense = embedded.query_dense(COLLECTION, axis(0), None, limit=3)
+
+    assert hybrid and dense
+    hybrid_request, dense_request = recording.requests
+    dense_prefetch, _lexical = hybrid_request.prefetches  # type: ignore[attr-defined]
+    # the fused pool's exact cosines are read after (similarities): rescoring here would read the originals for ranks
+    assert dense_prefetch.params.quantization.rescore is False
+    assert dense_request.params.quantization.rescore is True  # type: ignore[attr-defined]
+
+
 def test_facet_counts_are_read_from_the_shard_again_only_after_a_write(embedded: EmbeddedStore) -> None:
     counting = embedded._shards[COLLECTION] = _CountingFacets(embedded._shards[COLLECTION])  # type: ignore[assignment]
     for _ in range(3):
