@@ -417,8 +417,8 @@ class EmbeddedStore(Store):
             largest = self._largest_segment.get(target, 0)
             why = (f"its largest segment holds {largest / 1e6:.0f} MB of vectors" if largest > _LARGE_SEGMENT_BYTES
                    else f"{self._segments[target]} segments, past {_SEGMENTS}")
-            notes.append(f"dense searches visit {search.hnsw_ef} candidates a segment and rescore "
-                         f"{search.oversampling:g}x the results ({why}; QDRANT_HNSW_EF {self._layout.hnsw_ef}, "
+            notes.append(f"dense searches visit {search.hnsw_ef} candidates a segment, and a semantic search rescores "
+                         f"{search.oversampling:g}x its results ({why}; QDRANT_HNSW_EF {self._layout.hnsw_ef}, "
                          f"QDRANT_QUANTIZATION_OVERSAMPLING {self._layout.oversampling:g})")
         if self.merging(collection):
             notes.append(f"its smallest segments are being merged in the background (past {_SEGMENTS} segments): "

@@ -197,7 +197,7 @@ def test_a_collection_past_eight_segments_asks_less_of_each_and_says_so(
         assert segments > 8
         assert store.dense_search(COLLECTION) == DenseSearch(layout.hnsw_ef // 2, 1.0)
         assert store.collection_storage(COLLECTION).search_note == (
-            f"dense searches visit {layout.hnsw_ef // 2} candidates a segment and rescore 1x the results ({segments} "
+            f"dense searches visit {layout.hnsw_ef // 2} candidates a segment, and a semantic search rescores 1x its results ({segments} "
             f"segments, past 8; QDRANT_HNSW_EF {layout.hnsw_ef}, QDRANT_QUANTIZATION_OVERSAMPLING 2)")
         # Still every point: the nearest one first, within the filter.
         hits = store.query_dense(COLLECTION, axis(7), Filter(must={f.BOOK_KEY: "book-3"}), 1)
@@ -236,7 +236,7 @@ def test_compact_merges_a_collections_segments_and_later_merges_keep_them(
         # Every later process searches its larger graphs deeper, by how much larger they are.
         assert store.dense_search(COLLECTION).hnsw_ef == 2 * settings.qdrant_hnsw_ef
         assert store.collection_storage(COLLECTION).search_note.startswith(
-            f"dense searches visit {2 * settings.qdrant_hnsw_ef} candidates a segment and rescore 2x the results (its "
+            f"dense searches visit {2 * settings.qdrant_hnsw_ef} candidates a segment, and a semantic search rescores 2x its results (its "
             "largest segment holds 0 MB of vectors;")
         store.delete_collection(COLLECTION)
         store.ensure_collection(COLLECTION, DIMENSION, METADATA)  # made anew: no large segment
