@@ -23,8 +23,8 @@ UNREACHABLE = "unreachable"  # the Qdrant server did not answer
 class LanguageNotes:
     """The language note of each collection, read again only once it is `max_age_s` old.
 
-    Its books of each language take a facet read of the store per language, about half of a first alexandria_stats
-    (3 s of 6 at 7,500 books), and the embedded store holds the process's GIL through each. While a library is
+    Its books of each language take a facet read of the store per language but the largest, about half of a first
+    alexandria_stats (3 s of 6 at 7,500 books, before the largest was left out), and the embedded store holds the process's GIL through each. While a library is
     being written, a client that polls alexandria_stats for the sync's progress would have them all read again at
     every call; the note is advice about the library as a whole, which a minute does not change."""
 
@@ -32,11 +32,11 @@ class LanguageNotes:
     clock: Callable[[], float] = time.monotonic
     _read: dict[tuple[str, str], tuple[float, str]] = field(default_factory=dict)
 
-    def note(self, store: Store, collection: str, model: str) -> str:
+    def note(self, store: Store, collection: str, model: str, books_held: int) -> str:
         kept = self._read.get((collection, model))
         if kept is not None and self.clock() - kept[0] < self.max_age_s:
             return kept[1]
-        note = coverage_note(model, complete_books_by_language(store, collection))
+        note = coverage_note(model, complete_books_by_language(store, collection, books_held))
         self._read[(collection, model)] = (self.clock(), note)
         return note
 
@@ -72,7 +72,7 @@ def collection_stats(store: Store, collection: str, language_notes: LanguageNote
         points = sum(points_by_book.values())
         storage = store.collection_storage(collection)
         model = CollectionModel.of(info).name or ""
-        language_note = language_notes.note(store, collection, model)
+        language_note = language_notes.note(store, collection, model, books)
     except (Unavailable, DeadlineExceeded) as exc:
         log.warning("store unreachable for stats: %s", exc.message)
         return CollectionStatistics(False, collection, 0, 0, UNREACHABLE, 0, "", store.backend)
