@@ -93,6 +93,7 @@ from alexandria.store.common import (
 )
 from alexandria.store.model import (
     DENSE,
+    HYBRID_PREFETCH_EF_FACTOR,
     HYBRID_PREFETCH_RESCORES,
     SPARSE,
     WINDOWS,
@@ -388,11 +389,12 @@ class EmbeddedStore(Store):
             self._measure(target)
         self._merge_in_background(target)
 
-    def dense_search(self, collection: str) -> DenseSearch:
+    def dense_search(self, collection: str, largest_factor: float = LARGE_SEGMENT_EF_FACTOR) -> DenseSearch:
         """How a dense search of `collection` (or the collection it is an alias of) searches each of its segments:
-        deeper in large segments, less in each of many small ones, else as the settings say."""
+        deeper in large segments (up to `largest_factor` times the settings' ef), less in each of many small ones,
+        else as the settings say."""
         target = self._aliases.get(collection, collection)
-        factor = min(LARGE_SEGMENT_EF_FACTOR, self._largest_segment.get(target, 0) / _LARGE_SEGMENT_BYTES)
+        factor = min(largest_factor, self._largest_segment.get(target, 0) / _LARGE_SEGMENT_BYTES)
         if factor > 1:
             return DenseSearch(int(self._layout.hnsw_ef * factor), self._layout.oversampling)
         return self._many_segments_search if self._segments.get(target, 0) > _SEGMENTS else self._set_search
@@ -417,7 +419,9 @@ class EmbeddedStore(Store):
             largest = self._largest_segment.get(target, 0)
             why = (f"its largest segment holds {largest / 1e6:.0f} MB of vectors" if largest > _LARGE_SEGMENT_BYTES
                    else f"{self._segments[target]} segments, past {_SEGMENTS}")
-            notes.append(f"dense searches visit {search.hnsw_ef} candidates a segment, and a semantic search rescores "
+            prefetch_ef = self.dense_search(collection, HYBRID_PREFETCH_EF_FACTOR).hnsw_ef
+            hybrid = f" (a hybrid search's dense half {prefetch_ef})" if prefetch_ef != search.hnsw_ef else ""
+            notes.append(f"dense searches visit {search.hnsw_ef} candidates a segment{hybrid}, and a semantic search rescores "
                          f"{search.oversampling:g}x its results ({why}; QDRANT_HNSW_EF {self._layout.hnsw_ef}, "
                          f"QDRANT_QUANTIZATION_OVERSAMPLING {self._layout.oversampling:g})")
         if self.merging(collection):
@@ -503,7 +507,7 @@ class EmbeddedStore(Store):
             edge.Prefetch(
                 limit=prefetch_limit,
                 query=edge.Query.Nearest(dense_list(dense), using=DENSE),
-                params=self._dense_params(collection, rescore=HYBRID_PREFETCH_RESCORES),
+                params=self._dense_params(collection, hybrid_prefetch=True),
             ),
             edge.Prefetch(
                 limit=prefetch_limit, query=edge.Query.Nearest(_to_edge_sparse(sparse), using=SPARSE)
@@ -841,10 +845,14 @@ class EmbeddedStore(Store):
             self._sidecar_path(collection).unlink(missing_ok=True)
         log.info("dropped collection %s", collection)
 
-    def _dense_params(self, collection: str, rescore: bool = True) -> edge.SearchParams:
-        """The engine's parameters for `collection`'s dense searches (dense_search); without `rescore`, a quantised
-        segment's candidates are ordered by their quantised scores (model.HYBRID_PREFETCH_RESCORES)."""
-        search = self.dense_search(collection)
+    def _dense_params(self, collection: str, hybrid_prefetch: bool = False) -> edge.SearchParams:
+        """The engine's parameters for `collection`'s dense searches (dense_search); a hybrid query's dense prefetch
+        searches large segments less deep, and may leave a quantised segment's candidates in their quantised order
+        (model.HYBRID_PREFETCH_EF_FACTOR, HYBRID_PREFETCH_RESCORES)."""
+        if hybrid_prefetch:
+            search, rescore = self.dense_search(collection, HYBRID_PREFETCH_EF_FACTOR), HYBRID_PREFETCH_RESCORES
+        else:
+            search, rescore = self.dense_search(collection), True
         if (search, rescore) not in self._search_params:
             self._search_params[search, rescore] = edge.SearchParams(
                 hnsw_ef=search.hnsw_ef,

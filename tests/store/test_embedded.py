@@ -238,6 +238,19 @@ def test_compact_merges_a_collections_segments_and_later_merges_keep_them(
         assert store.collection_storage(COLLECTION).search_note.startswith(
             f"dense searches visit {2 * settings.qdrant_hnsw_ef} candidates a segment, and a semantic search rescores 2x its results (its "
             "largest segment holds 0 MB of vectors;")
+        # A hybrid query's dense half, whose candidates are only ranked for the fusion, goes half as deep at most.
+        monkeypatch.setattr(embedded_module, "_LARGE_SEGMENT_BYTES", largest // 8)
+        ef = settings.qdrant_hnsw_ef
+        assert store.dense_search(COLLECTION).hnsw_ef == 4 * ef
+        recording = store._shards[COLLECTION] = _RecordingQueries(store._shards[COLLECTION])  # type: ignore[assignment]
+        assert store.query_hybrid(COLLECTION, axis(7), lexical.encode_query("word7"), None, limit=3, prefetch_limit=6)
+        assert store.query_dense(COLLECTION, axis(7), None, limit=3)
+        (hybrid_request, dense_request) = recording.requests
+        assert hybrid_request.prefetches[0].params.hnsw_ef == 2 * ef  # type: ignore[attr-defined]
+        assert dense_request.params.hnsw_ef == 4 * ef  # type: ignore[attr-defined]
+        assert store.collection_storage(COLLECTION).search_note.startswith(
+            f"dense searches visit {4 * ef} candidates a segment (a hybrid search's dense half {2 * ef}), and a "
+            "semantic search rescores 2x its results")
         store.delete_collection(COLLECTION)
         store.ensure_collection(COLLECTION, DIMENSION, METADATA)  # made anew: no large segment
         assert store.dense_search(COLLECTION).hnsw_ef == CollectionLayout().hnsw_ef
