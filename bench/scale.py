@@ -30,8 +30,9 @@ With no size (no --points, no --books), only step 1: the sync and the embedder's
    - through the stack (`alexandria up` on this store with QDRANT_COLLECTION=bench): the services
      process's RSS at idle (after start, after the latency runs) and at its peak while `--clients` MCP
      clients, each its own connection, ask `--client-queries` questions each at once; alexandria_query
-     p50 / p95 in precise and contextual mode, one question after another, other questions than the
-     recall's and the warm-up's.
+     p50 / p95 in precise and contextual mode, taking turns on each question (the order rotated every
+     question, so that neither mode runs on a page cache the other warmed for that question), other
+     questions than the recall's and the warm-up's.
 3. With --compact-mb: the largest size compacted (alexandria/store/factory.py: compact, what `alexandria
    compact` runs) into segments of up to that many MB, timed, then every figure of step 2 again (its row
    shows the compaction's seconds; the build's throughput is the build's).
@@ -78,7 +79,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from mcp import Client
-from query import Latency, call_tool, distinct_questions, query_tool, timed
+from query import Latency, call_tool, distinct_questions, in_turn, query_tool
 from questions import DEFAULT_CORPUS, load_questions
 from replica import COPIES_PER_ROUND, SourceBooks, write_copies
 from retrieval import store_settings
@@ -445,14 +446,13 @@ async def through_stack(stack: RunningStack, start_s: float, questions: list[str
         for question in questions[:WARM_UP_QUERIES]:
             await precise(question)
         measured = questions[WARM_UP_QUERIES:]
-        precise_latency = await timed(precise, measured)
-        contextual_latency = await timed(query_tool(client, "contextual"), measured)
+        modes = await in_turn({"precise": precise, "contextual": query_tool(client, "contextual")}, measured)
     rss_idle, anon_idle = rss_mb(services), rss_mb(services, "RssAnon")
     peak = RssPeak(services)
     with peak.sampling():
         under_load = await concurrent_queries(stack.mcp_url, loaded, clients)
-    return StackFigures(start_s, rss_start, rss_idle, peak.peak_mb, anon_idle, peak.anon_peak_mb, precise_latency,
-                        contextual_latency, under_load)
+    return StackFigures(start_s, rss_start, rss_idle, peak.peak_mb, anon_idle, peak.anon_peak_mb, modes["precise"],
+                        modes["contextual"], under_load)
 
 
 def measure_size(
