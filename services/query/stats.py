@@ -24,9 +24,10 @@ class LanguageNotes:
     """The language note of each collection, read again only once it is `max_age_s` old.
 
     Its books of each language take a facet read of the store per language but the largest, about half of a first
-    alexandria_stats (3 s of 6 at 7,500 books, before the largest was left out), and the embedded store holds the process's GIL through each. While a library is
-    being written, a client that polls alexandria_stats for the sync's progress would have them all read again at
-    every call; the note is advice about the library as a whole, which a minute does not change."""
+    alexandria_stats (3 s of 6 at 7,500 books, before the largest was left out), and the embedded store holds the
+    process's GIL through each. While a library is being written, a client that polls alexandria_stats for the sync's
+    progress would have them all read again at every call; the note is advice about the library as a whole, which a
+    minute does not change."""
 
     max_age_s: float = 60.0
     clock: Callable[[], float] = time.monotonic
