@@ -483,15 +483,19 @@ class EmbeddedStore(Store):
                 del self._facets[next(iter(self._facets))]
         return dict(counts)
 
-    def query_dense(self, collection: str, vector: np.ndarray, where: Filter | None, limit: int) -> list[Hit]:
+    def query_dense(
+        self, collection: str, vector: np.ndarray, where: Filter | None, limit: int, with_payload: bool = True
+    ) -> list[Hit]:
         """Nearest points by cosine similarity of the dense vectors."""
-        return self._query(
-            collection, edge.Query.Nearest(dense_list(vector), using=DENSE), where, limit, params=self._dense_params(collection)
-        )
+        return self._query(collection, edge.Query.Nearest(dense_list(vector), using=DENSE), where, limit, with_payload,
+                           params=self._dense_params(collection))
 
-    def query_sparse(self, collection: str, vector: SparseVector, where: Filter | None, limit: int) -> list[Hit]:
+    def query_sparse(
+        self, collection: str, vector: SparseVector, where: Filter | None, limit: int, with_payload: bool = True
+    ) -> list[Hit]:
         """Best points by lexical (BM25 with the collection's IDF) score; none for an empty vector."""
-        return self._query(collection, edge.Query.Nearest(_to_edge_sparse(vector), using=SPARSE), where, limit)
+        return self._query(collection, edge.Query.Nearest(_to_edge_sparse(vector), using=SPARSE), where, limit,
+                           with_payload)
 
     def query_hybrid(
         self,
@@ -501,6 +505,7 @@ class EmbeddedStore(Store):
         where: Filter | None,
         limit: int,
         prefetch_limit: int,
+        with_payload: bool = True,
     ) -> list[Hit]:
         """One engine query: dense and sparse prefetches (filtered alike) fused with RRF."""
         prefetches = [
@@ -513,7 +518,7 @@ class EmbeddedStore(Store):
                 limit=prefetch_limit, query=edge.Query.Nearest(_to_edge_sparse(sparse), using=SPARSE)
             ),
         ]
-        return self._query(collection, edge.Fusion.Rrf(k=_RRF_K), where, limit, prefetches)
+        return self._query(collection, edge.Fusion.Rrf(k=_RRF_K), where, limit, with_payload, prefetches)
 
     def similarities(
         self, collection: str, ids: list[str], queries: Sequence[SimilarityQuery]
@@ -558,6 +563,7 @@ class EmbeddedStore(Store):
         query: Any,
         where: Filter | None,
         limit: int,
+        with_payload: bool,
         prefetches: list[edge.Prefetch] | None = None,
         params: edge.SearchParams | None = None,
     ) -> list[Hit]:
@@ -568,7 +574,7 @@ class EmbeddedStore(Store):
             prefetches=prefetches,
             params=params,
             filter=_to_edge_filter(where),
-            with_payload=True,
+            with_payload=with_payload,
             with_vector=[SPARSE],  # a few hundred term ids a hit: what `lexical_terms` needs
         )
         with self._using(collection) as shard:

@@ -132,7 +132,8 @@ SimilarityQuery = tuple[np.ndarray | SparseVector, str]
 @dataclass(frozen=True)
 class Hit:
     """A query result. `score` is the engine's score for the mode (a fused rank in hybrid mode);
-    `lexical_terms`, the term ids of the point's stored lexical vector (every word of its text)."""
+    `lexical_terms`, the term ids of the point's stored lexical vector (every word of its text); `payload` empty when
+    the query was asked for none."""
 
     id: str
     score: float
@@ -224,9 +225,15 @@ class Store(Protocol):
     def facet_counts(self, collection: str, key: str, where: Filter | None = None, limit: int = 100000) -> dict[Any, int]:
         """Distinct values of a keyword payload field with their point counts."""
 
-    def query_dense(self, collection: str, vector: np.ndarray, where: Filter | None, limit: int) -> list[Hit]: ...
+    # Each query returns its hits' lexical terms, and their payloads unless `with_payload` is false: a payload is read
+    # from the store's files (mostly the passage's text), a random read of a large collection's disk for each hit.
+    def query_dense(
+        self, collection: str, vector: np.ndarray, where: Filter | None, limit: int, with_payload: bool = True
+    ) -> list[Hit]: ...
 
-    def query_sparse(self, collection: str, vector: SparseVector, where: Filter | None, limit: int) -> list[Hit]: ...
+    def query_sparse(
+        self, collection: str, vector: SparseVector, where: Filter | None, limit: int, with_payload: bool = True
+    ) -> list[Hit]: ...
 
     def query_hybrid(
         self,
@@ -236,6 +243,7 @@ class Store(Protocol):
         where: Filter | None,
         limit: int,
         prefetch_limit: int,
+        with_payload: bool = True,
     ) -> list[Hit]:
         """One engine query: dense and sparse prefetches fused with RRF."""
 

@@ -324,15 +324,20 @@ class ServerStore(Store):
             )
         return {hit.value: hit.count for hit in response.hits}
 
-    def query_dense(self, collection: str, vector: np.ndarray, where: Filter | None, limit: int) -> list[Hit]:
+    def query_dense(
+        self, collection: str, vector: np.ndarray, where: Filter | None, limit: int, with_payload: bool = True
+    ) -> list[Hit]:
         """Nearest points by cosine similarity of the dense vectors."""
         return self._query(
-            collection, where, limit, query=dense_list(vector), using=DENSE, search_params=self._dense_search
+            collection, where, limit, with_payload, query=dense_list(vector), using=DENSE,
+            search_params=self._dense_search,
         )
 
-    def query_sparse(self, collection: str, vector: SparseVector, where: Filter | None, limit: int) -> list[Hit]:
+    def query_sparse(
+        self, collection: str, vector: SparseVector, where: Filter | None, limit: int, with_payload: bool = True
+    ) -> list[Hit]:
         """Best points by lexical (BM25 with the collection's IDF) score; none for an empty vector."""
-        return self._query(collection, where, limit, query=_to_qdrant_sparse(vector), using=SPARSE)
+        return self._query(collection, where, limit, with_payload, query=_to_qdrant_sparse(vector), using=SPARSE)
 
     def query_hybrid(
         self,
@@ -342,6 +347,7 @@ class ServerStore(Store):
         where: Filter | None,
         limit: int,
         prefetch_limit: int,
+        with_payload: bool = True,
     ) -> list[Hit]:
         """One engine query: dense and sparse prefetches (filtered alike) fused with RRF."""
         prefetch = [
@@ -350,7 +356,8 @@ class ServerStore(Store):
             models.Prefetch(query=_to_qdrant_sparse(sparse), using=SPARSE, limit=prefetch_limit),
         ]
         return self._query(
-            collection, where, limit, query=models.FusionQuery(fusion=models.Fusion.RRF), prefetch=prefetch
+            collection, where, limit, with_payload, query=models.FusionQuery(fusion=models.Fusion.RRF),
+            prefetch=prefetch,
         )
 
     def similarities(
@@ -378,14 +385,14 @@ class ServerStore(Store):
 
     # internals
 
-    def _query(self, collection: str, where: Filter | None, limit: int, **query: Any) -> list[Hit]:
+    def _query(self, collection: str, where: Filter | None, limit: int, with_payload: bool, **query: Any) -> list[Hit]:
         # query_filter also applies inside the prefetches, so both candidate lists obey it.
         with self._errors(self._require(collection)):
             response = self._client.query_points(
                 collection,
                 query_filter=_to_qdrant_filter(where),
                 limit=limit,
-                with_payload=True,
+                with_payload=with_payload,
                 with_vectors=[SPARSE],  # a few hundred term ids a hit: what `lexical_terms` needs
                 **query,
             )

@@ -70,8 +70,11 @@ HINTED_THRESHOLD_SHARE = 0.5
 
 
 class PassageReranker(Protocol):
-    async def rerank(self, query: str, passages: Sequence[str]) -> np.ndarray | None:
-        """Each passage's relevance to `query` in [0, 1] by a cross-encoder; None when there is none."""
+    async def reranks(self) -> bool:
+        """Whether there is a cross-encoder to rerank with."""
+
+    async def rerank(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        """Each passage's relevance to `query` in [0, 1] by the cross-encoder."""
 
 
 @dataclass(frozen=True)

@@ -189,7 +189,9 @@ class Searcher:
         if not ranked.hits:  # an empty collection is an error, not "nothing matched"
             info = await call_store(self.store, self.store.collection_info, query.collection)
             check_collection(query.collection, info, query_vector, semantic)
-        results, best_dropped = select_passages(ranked, terms, query.threshold, query.limit, hinted=passage is not None)
+        results, best_dropped = await call_store(
+            self.store, self._select, query.collection, ranked, terms, query.threshold, query.limit, passage is not None
+        )
         if not results:
             return dataclasses.replace(empty, notice=nothing_matched_notice(query, best_dropped))
         outcome = dataclasses.replace(empty, results=tuple(results))
@@ -229,7 +231,7 @@ class Searcher:
         relevance to the question."""
         search_vector = query_vector.first_stage_vector
         search_terms = first_stage_terms(terms, passage_terms)
-        hits = newest_versions(await call_store(self.store, self._candidates, query, search_vector, search_terms))
+        hits = await call_store(self.store, self._candidates, query, search_vector, search_terms)
         if not hits:
             return Ranked([], [])
         semantic = query.search_mode is not SearchMode.LEXICAL
@@ -246,23 +248,53 @@ class Searcher:
         order = best_first(scores)
         if passage_scores:
             order = hinted_order(scores, passage_scores[0])
-        best = order[:RERANK_DEPTH]
-        reranked = await self.encoder.rerank(query.text, [ChunkRecord.from_payload(hits[i].payload).text for i in best])
-        if reranked is not None:
-            order = [best[i] for i in best_first(reranked)]
-            return Ranked([hits[i] for i in order], [float(score) for score in np.sort(reranked)[::-1]])
-        return Ranked([hits[i] for i in order], [float(scores[i]) for i in order])
+        ranked = Ranked([hits[i] for i in order], [float(scores[i]) for i in order])
+        if not await self.encoder.reranks():
+            return ranked
+        ranked = await call_store(self.store, self._read, query.collection, ranked, ranked.hits[:RERANK_DEPTH])
+        best = [hit for hit in ranked.hits[:RERANK_DEPTH] if hit.payload]
+        if not best:
+            return ranked
+        reranked = await self.encoder.rerank(query.text, [ChunkRecord.from_payload(hit.payload).text for hit in best])
+        return Ranked([best[i] for i in best_first(reranked)], [float(score) for score in np.sort(reranked)[::-1]])
 
     def _candidates(self, query: SearchQuery, vector: np.ndarray, terms: SparseVector) -> list[Hit]:
-        """The first stage: CANDIDATE_POOL candidates for the mode, whatever the limit; its lexical search skips the
-        words most passages hold (common_words.py)."""
+        """The first stage: CANDIDATE_POOL candidates for the mode, whatever the limit, without their payloads (_select
+        reads those of the results alone); its lexical search skips the words most passages hold (common_words.py)."""
         where = search_filter(query)
         if query.search_mode is SearchMode.SEMANTIC or not terms.indices:
-            return self.store.query_dense(query.collection, vector, where, CANDIDATE_POOL)
+            return self.store.query_dense(query.collection, vector, where, CANDIDATE_POOL, with_payload=False)
         terms = self.common_words.without_common(query.collection, terms)
         if query.search_mode is SearchMode.LEXICAL:
-            return self.store.query_sparse(query.collection, terms, where, CANDIDATE_POOL)
-        return self.store.query_hybrid(query.collection, vector, terms, where, CANDIDATE_POOL, PREFETCH)
+            return self.store.query_sparse(query.collection, terms, where, CANDIDATE_POOL, with_payload=False)
+        return self.store.query_hybrid(query.collection, vector, terms, where, CANDIDATE_POOL, PREFETCH,
+                                       with_payload=False)
+
+    def _select(self, collection: str, ranked: Ranked, terms: SparseVector, threshold: float, limit: int,
+                hinted: bool) -> tuple[list[Passage], float | None]:
+        """The results (select_passages), the payloads of those picked read then: on a collection larger than the
+        page cache, each candidate's payload is a read from disk (at 1,000,000 passages, reading all 50 cost a search
+        about 4 ms of its 28 right after a restart), and a response shows five. A pick whose book turns out to have a
+        newer version among those read, or that is gone from the store since, makes room for the next candidate."""
+        while True:
+            picked, best_dropped = select_passages(ranked, terms, threshold, limit, hinted)
+            unread = [ranked.hits[i] for i, _ in picked if not ranked.hits[i].payload]
+            if not unread:
+                return [passage_from_payload(ranked.hits[i].id, ranked.scores[i], ranked.hits[i].payload, matched)
+                        for i, matched in picked], best_dropped
+            ranked = self._read(collection, ranked, unread)
+
+    def _read(self, collection: str, ranked: Ranked, hits: Sequence[Hit]) -> Ranked:
+        """`ranked` with the payloads of `hits` read, less those no longer stored and those of a book's older version
+        than another candidate read (newest_versions)."""
+        payloads = {record.id: record.payload for record in self.store.retrieve(collection, [hit.id for hit in hits])}
+        asked = {hit.id for hit in hits}
+        kept = [(dataclasses.replace(hit, payload=payloads[hit.id]) if hit.id in payloads else hit, score)
+                for hit, score in zip(ranked.hits, ranked.scores, strict=True)
+                if hit.id not in asked or hit.id in payloads]
+        newest = {hit.id for hit in newest_versions([hit for hit, _ in kept if hit.payload])}
+        kept = [(hit, score) for hit, score in kept if not hit.payload or hit.id in newest]
+        return Ranked([hit for hit, _ in kept], [score for _, score in kept])
 
     def _fetch_context(
         self, collection: str, results: Sequence[Passage], with_siblings: bool
@@ -322,8 +354,9 @@ def contains_every_term(terms: SparseVector, hit: Hit) -> bool:
 
 def select_passages(
     ranked: Ranked, terms: SparseVector, threshold: float, limit: int, hinted: bool = False
-) -> tuple[list[Passage], float | None]:
-    """Up to `limit` candidates, best first, that pass the threshold (or match every query term).
+) -> tuple[list[tuple[int, bool]], float | None]:
+    """Up to `limit` candidates, best first, that pass the threshold (or match every query term), as their places in
+    `ranked` and whether each was kept for its words alone (matched_lexically).
 
     With a hypothetical passage (`hinted`), the threshold decides whether the question is answered at all: once
     one candidate passes it on its own relevance to the question (ranking.hinted_floor), the passage's order
@@ -333,15 +366,15 @@ def select_passages(
     if hinted and any(score >= threshold or contains_every_term(terms, hit)
                       for hit, score in zip(ranked.hits, ranked.scores, strict=True)):
         threshold = hinted_floor(threshold)
-    selected: list[Passage] = []
+    selected: list[tuple[int, bool]] = []
     best_dropped: float | None = None
-    for hit, score in zip(ranked.hits, ranked.scores, strict=True):
+    for place, (hit, score) in enumerate(zip(ranked.hits, ranked.scores, strict=True)):
         if len(selected) == limit:
             break
         if score >= threshold:
-            selected.append(passage_from_payload(hit.id, score, hit.payload, matched_lexically=False))
+            selected.append((place, False))
         elif contains_every_term(terms, hit):
-            selected.append(passage_from_payload(hit.id, score, hit.payload, matched_lexically=True))
+            selected.append((place, True))
         else:
             best_dropped = score if best_dropped is None else max(best_dropped, score)
     return selected, best_dropped

@@ -81,9 +81,10 @@ class EmbedderQueryEncoder:
         return QueryVector(vectors[0], response.model, model.similarity_floor,
                            passage_vector=vectors[1] if passage is not None else None)
 
-    async def rerank(self, query: str, passages: Sequence[str]) -> np.ndarray | None:
-        if not passages or not (await self._model_info()).reranker:
-            return None
+    async def reranks(self) -> bool:
+        return bool((await self._model_info()).reranker)
+
+    async def rerank(self, query: str, passages: Sequence[str]) -> np.ndarray:
         return await self.client.rerank(query, passages)
 
 

@@ -30,11 +30,12 @@ def unit(*values: float) -> np.ndarray:
 
 
 class RecordingStore:
-    """The real store, recording the name of each method called on it (to count round trips)."""
+    """The real store, recording the name of each method called on it (to count round trips), and what it was asked."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self.calls: list[str] = []
+        self.asked: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self.store, name)
@@ -43,6 +44,7 @@ class RecordingStore:
 
         def recorded(*args: Any, **kwargs: Any) -> Any:
             self.calls.append(name)
+            self.asked.append((name, args, kwargs))
             return attribute(*args, **kwargs)
 
         return recorded
@@ -72,9 +74,11 @@ class FakeEncoder:
         return QueryVector(self.vectors[text], self.model, self.similarity_floor,
                            passage_vector=self.vectors[passage] if passage is not None else None)
 
-    async def rerank(self, query: str, passages: Sequence[str]) -> np.ndarray | None:
-        if self.reranker is None:
-            return None
+    async def reranks(self) -> bool:
+        return self.reranker is not None
+
+    async def rerank(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        assert self.reranker is not None, "a search reranks only when reranks() says there is a cross-encoder"
         self.reranked.append(list(passages))
         return np.asarray(self.reranker(query, passages), dtype=np.float32)
 

@@ -263,7 +263,8 @@ def test_a_language_filter_matches_every_code_a_stored_book_may_carry() -> None:
 async def test_contextual_fetches_each_chapter_once_in_one_batch(store, encoder) -> None:
     outcome = await _search(store, encoder, _query(context_mode=ContextMode.CONTEXTUAL, search_mode=SearchMode.SEMANTIC))
     assert [name_of(p.chunk_id) for p in outcome.results] == ["c2", "c3", "flat"]
-    assert store.calls.count("retrieve") == 1 and "scroll" not in store.calls
+    # The results' payloads (the first stage reads none), then their chapters in one batch.
+    assert store.calls.count("retrieve") == 2 and "scroll" not in store.calls
     (chapter,) = outcome.parents
     assert name_of(chapter.parent_id) == "chapter-1" and chapter.result_indices == (0, 1)
     assert chapter.trimmed and _child_text(2) in chapter.text and _child_text(3) in chapter.text
@@ -278,7 +279,7 @@ async def test_contextual_fetches_each_chapter_once_in_one_batch(store, encoder)
 @pytest.mark.asyncio
 async def test_comprehensive_fetches_the_neighbours_in_one_scroll(store, encoder) -> None:
     outcome = await _search(store, encoder, _query(context_mode=ContextMode.COMPREHENSIVE))
-    assert store.calls.count("retrieve") == 1 and store.calls.count("scroll") == 1
+    assert store.calls.count("retrieve") == 2 and store.calls.count("scroll") == 1  # the results', their chapters'
     # c2 and c3 are results; their outer neighbours are c1 (before c2) and c4 (after c3).
     assert [(name_of(n.chunk_id), n.result_index, n.relation) for n in outcome.siblings] == [
         ("c1", 0, "previous"), ("c4", 1, "next"),
@@ -291,7 +292,40 @@ async def test_comprehensive_fetches_the_neighbours_in_one_scroll(store, encoder
 async def test_precise_fetches_no_context(store, encoder) -> None:
     outcome = await _search(store, encoder, _query())
     assert outcome.parents == () and outcome.hierarchy_stats is None
-    assert "retrieve" not in store.calls and "scroll" not in store.calls
+    assert store.calls.count("retrieve") == 1 and "scroll" not in store.calls  # the results' payloads alone
+
+
+@pytest.mark.asyncio
+async def test_a_search_reads_the_payloads_of_its_results_alone(store, encoder) -> None:
+    outcome = await _search(store, encoder, _query(limit=2, threshold=0.0))
+    (first_stage,) = [kwargs for name, _, kwargs in store.asked if name.startswith("query_")]
+    assert first_stage["with_payload"] is False
+    (read,) = [args for name, args, _ in store.asked if name == "retrieve"]
+    assert [name_of(i) for i in read[1]] == [name_of(p.chunk_id) for p in outcome.results] == ["c2", "c3"]
+
+
+@pytest.mark.asyncio
+async def test_a_result_of_an_older_version_or_gone_since_the_first_stage_makes_room_for_the_next(
+    store, encoder, monkeypatch
+) -> None:
+    # A new version of the book is being written beside the old one: its passage is found first, and every passage
+    # of the old version is left out once it is read.
+    store.upsert(COLLECTION, [point("c2-new", _child_text(2), _vector_with_cosine(0.95), sequence_index=2,
+                                    parent_id="chapter-2", version=2)])
+    outcome = await _search(store, encoder, _query(search_mode=SearchMode.SEMANTIC, threshold=0.0, limit=3))
+    assert [name_of(p.chunk_id) for p in outcome.results] == ["c2-new", "flat"]
+
+    # A passage removed between the first stage and the read of the results is skipped.
+    first_stage = store.store.query_dense
+
+    def then_removed(*args, **kwargs):
+        hits = first_stage(*args, **kwargs)
+        store.store.delete(COLLECTION, Filter(must={f.VERSION: 2}))
+        return hits
+
+    monkeypatch.setattr(store.store, "query_dense", then_removed)
+    outcome = await _search(store, encoder, _query(search_mode=SearchMode.SEMANTIC, threshold=0.0, limit=3))
+    assert [name_of(p.chunk_id) for p in outcome.results] == ["c2", "c3", "flat"]
 
 
 @pytest.mark.asyncio
