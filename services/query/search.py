@@ -1,10 +1,11 @@
 """alexandria_query's domain: one search from the question to the response.
 
 One search is: validate; embed the question (the embedder); the first stage, one store query
-(dense, lexical, or both fused with RRF in the engine) for a pool of candidates; the second stage,
-ranking them by relevance (ranking.py: the engine's scores of the candidates, or a cross-encoder
-when the embedder has one); the threshold and the limit; for contextual and comprehensive modes
-the chapters and neighbours around the results (context.py); the response budget (budget.py).
+(dense, lexical, or both fused with RRF in the engine) for a pool of candidates, without their payloads;
+the second stage, ranking them by relevance (ranking.py: the engine's scores of the candidates, or a
+cross-encoder when the embedder has one); the threshold and the limit, and the results' payloads read;
+for contextual and comprehensive modes the chapters and neighbours around the results (context.py);
+the response budget (budget.py).
 What a collection records about its model is read once per collection, not on every search:
 reading it counts the collection's points (~10 ms at 100,000).
 
@@ -273,8 +274,8 @@ class Searcher:
     def _select(self, collection: str, ranked: Ranked, terms: SparseVector, threshold: float, limit: int,
                 hinted: bool) -> tuple[list[Passage], float | None]:
         """The results (select_passages), the payloads of those picked read then: on a collection larger than the
-        page cache, each candidate's payload is a read from disk (at 1,000,000 passages, reading all 50 cost a search
-        about 4 ms of its 28 right after a restart), and a response shows five. A pick whose book turns out to have a
+        page cache, each candidate's payload is a read from disk (at 1,000,000 passages, reading all 50 cost the first
+        stage about 4 ms of its 28 right after a restart), and a response shows five. A pick whose book turns out to have a
         newer version among those read, or that is gone from the store since, makes room for the next candidate."""
         while True:
             picked, best_dropped = select_passages(ranked, terms, threshold, limit, hinted)
