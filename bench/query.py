@@ -199,10 +199,11 @@ class Bare:
 
     async def hybrid(self, question: str) -> None:
         vector = self._encode(question)
-        self.store.query_hybrid(BENCH, vector, encode_query(question), self.where, CANDIDATE_POOL, PREFETCH)
+        self.store.query_hybrid(BENCH, vector, encode_query(question), self.where, CANDIDATE_POOL, PREFETCH,
+                                with_payload=False)
 
     async def dense(self, question: str) -> None:
-        self.store.query_dense(BENCH, self._encode(question), self.where, CANDIDATE_POOL)
+        self.store.query_dense(BENCH, self._encode(question), self.where, CANDIDATE_POOL, with_payload=False)
 
 
 async def in_turn(calls: dict[str, Callable[[str], Awaitable[object]]], questions: list[str]) -> dict[str, Latency]:
