@@ -286,9 +286,11 @@ class Searcher:
             ranked = self._read(collection, ranked, unread)
 
     def _read(self, collection: str, ranked: Ranked, hits: Sequence[Hit]) -> Ranked:
-        """`ranked` with the payloads of `hits` read, less those no longer stored and those of a book's older version
-        than another candidate read (newest_versions)."""
-        payloads = {record.id: record.payload for record in self.store.retrieve(collection, [hit.id for hit in hits])}
+        """`ranked` with the payloads of `hits` read, less those no longer stored (or stored without one: a candidate
+        counts as read by its payload) and those of a book's older version than another candidate read
+        (newest_versions)."""
+        payloads = {record.id: record.payload
+                    for record in self.store.retrieve(collection, [hit.id for hit in hits]) if record.payload}
         asked = {hit.id for hit in hits}
         kept = [(dataclasses.replace(hit, payload=payloads[hit.id]) if hit.id in payloads else hit, score)
                 for hit, score in zip(ranked.hits, ranked.scores, strict=True)
