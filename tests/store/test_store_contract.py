@@ -336,6 +336,20 @@ def test_hits_of_every_query_mode_carry_the_term_ids_of_their_own_text(library: 
             assert hit.lexical_terms == frozenset(lexical.encode_query(text_of[hit.payload["name"]]).indices)
 
 
+def test_every_query_mode_asked_for_no_payloads_gives_the_same_hits_and_terms_without_them(library: Store) -> None:
+    terms = lexical.encode_query("harpoon line")
+    for query in (
+        lambda **kw: library.query_dense(COLLECTION, axis(0), None, limit=3, **kw),
+        lambda **kw: library.query_sparse(COLLECTION, terms, None, limit=3, **kw),
+        lambda **kw: library.query_hybrid(COLLECTION, axis(0), terms, None, limit=3, prefetch_limit=3, **kw),
+    ):
+        whole, bare = query(), query(with_payload=False)
+        # The same hits at the same scores (the order of equal scores is the engine's to choose).
+        assert sorted((h.score, h.id, h.lexical_terms) for h in bare) == sorted(
+            (h.score, h.id, h.lexical_terms) for h in whole) and whole
+        assert all(h.payload for h in whole) and not any(h.payload for h in bare)
+
+
 def test_filters_apply_to_every_query_mode(library: Store) -> None:
     library.set_payload(COLLECTION, Filter(must={f.BOOK_KEY: "pride"}), {f.COMPLETE: True})
     visible = Filter(must={f.COMPLETE: True})
