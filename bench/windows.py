@@ -43,6 +43,7 @@ from questions import DEFAULT_CORPUS, SPLITS, Question, book_file, contains_phra
 from retrieval import (
     COLLECTION,
     DEFAULT_SCRATCH,
+    Configuration,
     embedder_service,
     ingest_corpus,
     ingested_file_names,
@@ -59,8 +60,9 @@ from alexandria.store.lexical import encode_query
 from alexandria.store.records import ChunkRecord
 from services.embedder.loading import resolve_model_source
 from services.ingest.segment import sentence_spans
+from services.query.outcome import SearchMode
 from services.query.ranking import SEMANTIC_WEIGHT, Signals, lexical_relevance, measure
-from services.query.search import Searcher, SearchMode, SearchQuery, newest_versions
+from services.query.search import Ranked, Searcher, SearchQuery
 from services.query.server import EmbedderQueryEncoder
 
 log = logging.getLogger("bench.windows")
@@ -273,8 +275,11 @@ async def run(corpus: Path, scratch: Path, configs: Sequence[WindowConfig]) -> d
                 query = SearchQuery(q.question, COLLECTION, search_mode=SearchMode.HYBRID)
                 encoded = await encoder.encode(q.question)
                 terms = encode_query(q.question)
-                hits = newest_versions(searcher._candidates(query, encoded.vector, terms))
-                signals = measure(store, COLLECTION, hits, encoded.vector, terms, WINDOWS)
+                # The first stage gives ids alone (the search reads its results' payloads); this bench reads
+                # every candidate's, to find the answer at any rank.
+                first = searcher._candidates(query, encoded.vector, terms)
+                hits = searcher._read(COLLECTION, Ranked(first, [0.0] * len(first)), first).hits
+                [signals] = measure(store, COLLECTION, hits, [(encoded.vector, terms)], WINDOWS)
                 candidates.append(Candidates(q, hits, signals, encoded.vector, encoded.similarity_floor))
             passages = load_passages(store)
             sentence_of = await window_vectors(embedder, passages, None, tokenizer, scratch)
@@ -303,7 +308,7 @@ def table(title: str, rows: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
-    parser.add_argument("--scratch", type=Path, default=DEFAULT_SCRATCH / model_slug(None))
+    parser.add_argument("--scratch", type=Path, default=DEFAULT_SCRATCH / model_slug(Configuration(None, None)))
     parser.add_argument("--config", action="append", help="TOKENS:OVERLAP:HEADER (header: none, title, chapter)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
