@@ -68,6 +68,11 @@ from services.query.ranking import (
 # bench/retrieval.py (222 questions over 13 books): hybrid finds more answers in the top five than
 # either mode alone, on both halves; the figures are in the README.
 DEFAULT_SEARCH_MODE = SearchMode.HYBRID
+# A candidate deleted between the first stage and the read of its payload means a write came between them: most
+# often a book re-ingested, its new version made visible and its old one deleted, where the first stage saw the old
+# alone. The search then runs once more on the store as it stands, so that the book is found in its new version
+# rather than missed; a second deletion in a row (a whole library reindexed) leaves the candidates gone out.
+SEARCH_PASSES = 2
 SEARCHED_LEVELS = {
     SearchIn.PASSAGES: f.PASSAGE_LEVELS,
     SearchIn.HIGHLIGHTS: [f.Level.HIGHLIGHT.value],
@@ -122,10 +127,22 @@ class SearchQuery:
 
 @dataclass(frozen=True)
 class Ranked:
-    """The candidates, best first, with their relevance."""
+    """The candidates, best first, with their relevance; `deleted_since`: whether a candidate read turned out to be
+    deleted since the first stage (SEARCH_PASSES)."""
 
     hits: list[Hit]
     scores: list[float]
+    deleted_since: bool = False
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The results, the best score among the candidates dropped (for the notice when none pass), and whether a
+    candidate read on the way turned out to be deleted since the first stage."""
+
+    results: list[Passage]
+    best_dropped: float | None
+    deleted_since: bool
 
 
 def validate(query: SearchQuery) -> None:
@@ -181,25 +198,30 @@ class Searcher:
         semantic = query.search_mode is not SearchMode.LEXICAL
         passage = (query.passage or "").strip() or None
         query_vector = await self._encode_for(query.collection, query.text, passage, semantic)
+        passage_terms = encode_query(passage) if passage else None
         empty = SearchOutcome(query.text, query.context_mode, query.search_mode, ())
-        try:
-            ranked = await self._rank(query, query_vector, terms, encode_query(passage) if passage else None)
-        except NotFound:
-            self._embedded_with.pop(query.collection, None)
-            raise
-        if not ranked.hits:  # an empty collection is an error, not "nothing matched"
-            info = await call_store(self.store, self.store.collection_info, query.collection)
-            check_collection(query.collection, info, query_vector, semantic)
-        results, best_dropped = await call_store(
-            self.store, self._select, query.collection, ranked, terms, query.threshold, query.limit, passage is not None
-        )
-        if not results:
-            return dataclasses.replace(empty, notice=nothing_matched_notice(query, best_dropped))
-        outcome = dataclasses.replace(empty, results=tuple(results))
+        for passes_left in reversed(range(SEARCH_PASSES)):
+            try:
+                ranked = await self._rank(query, query_vector, terms, passage_terms)
+            except NotFound:
+                self._embedded_with.pop(query.collection, None)
+                raise
+            if not ranked.hits:  # an empty collection is an error, not "nothing matched"
+                info = await call_store(self.store, self.store.collection_info, query.collection)
+                check_collection(query.collection, info, query_vector, semantic)
+            selection = await call_store(
+                self.store, self._select, query.collection, ranked, terms, query.threshold, query.limit,
+                passage is not None,
+            )
+            if not selection.deleted_since or not passes_left:
+                break
+        if not selection.results:
+            return dataclasses.replace(empty, notice=nothing_matched_notice(query, selection.best_dropped))
+        outcome = dataclasses.replace(empty, results=tuple(selection.results))
         if query.context_mode is not ContextMode.PRECISE:
             parents, siblings = await call_store(
                 self.store,
-                self._fetch_context, query.collection, results, query.context_mode is ContextMode.COMPREHENSIVE
+                self._fetch_context, query.collection, selection.results, query.context_mode is ContextMode.COMPREHENSIVE
             )
             outcome = assemble_context(outcome, parents, siblings)
         return fit_to_budget(outcome, budget_chars, reserved_chars)
@@ -252,12 +274,13 @@ class Searcher:
         ranked = Ranked([hits[i] for i in order], [float(scores[i]) for i in order])
         if not await self.encoder.reranks():
             return ranked
-        ranked = await call_store(self.store, self._read, query.collection, ranked, ranked.hits[:RERANK_DEPTH])
-        best = [hit for hit in ranked.hits[:RERANK_DEPTH] if hit.payload]
+        ranked = await call_store(self.store, self._read_best, query.collection, ranked, RERANK_DEPTH)
+        best = ranked.hits[:RERANK_DEPTH]
         if not best:
             return ranked
         reranked = await self.encoder.rerank(query.text, [ChunkRecord.from_payload(hit.payload).text for hit in best])
-        return Ranked([best[i] for i in best_first(reranked)], [float(score) for score in np.sort(reranked)[::-1]])
+        return Ranked([best[i] for i in best_first(reranked)], [float(score) for score in np.sort(reranked)[::-1]],
+                      ranked.deleted_since)
 
     def _candidates(self, query: SearchQuery, vector: np.ndarray, terms: SparseVector) -> list[Hit]:
         """The first stage: CANDIDATE_POOL candidates for the mode, whatever the limit, without their payloads (_select
@@ -272,23 +295,32 @@ class Searcher:
                                        with_payload=False)
 
     def _select(self, collection: str, ranked: Ranked, terms: SparseVector, threshold: float, limit: int,
-                hinted: bool) -> tuple[list[Passage], float | None]:
+                hinted: bool) -> Selection:
         """The results (select_passages), the payloads of those picked read then: on a collection larger than the
         page cache, each candidate's payload is a read from disk (at 1,000,000 passages, reading all 50 cost the first
         stage about 4 ms of its 28 right after a restart), and a response shows five. A pick whose book turns out to have a
-        newer version among those read, or that is gone from the store since, makes room for the next candidate."""
+        newer version among those read, or that is gone from the store since, makes room for the next candidate (and a
+        deletion since the first stage has `search` run once more: SEARCH_PASSES)."""
         while True:
             picked, best_dropped = select_passages(ranked, terms, threshold, limit, hinted)
             unread = [ranked.hits[i] for i, _ in picked if not ranked.hits[i].payload]
             if not unread:
-                return [passage_from_payload(ranked.hits[i].id, ranked.scores[i], ranked.hits[i].payload, matched)
-                        for i, matched in picked], best_dropped
+                results = [passage_from_payload(ranked.hits[i].id, ranked.scores[i], ranked.hits[i].payload, matched)
+                           for i, matched in picked]
+                return Selection(results, best_dropped, ranked.deleted_since)
             ranked = self._read(collection, ranked, unread)
+
+    def _read_best(self, collection: str, ranked: Ranked, count: int) -> Ranked:
+        """`ranked` with the payloads of its first `count` candidates read, each one gone or of an older version
+        making room for the next (a cross-encoder reads them)."""
+        while unread := [hit for hit in ranked.hits[:count] if not hit.payload]:
+            ranked = self._read(collection, ranked, unread)
+        return ranked
 
     def _read(self, collection: str, ranked: Ranked, hits: Sequence[Hit]) -> Ranked:
         """`ranked` with the payloads of `hits` read, less those no longer stored (or stored without one: a candidate
         counts as read by its payload) and those of a book's older version than another candidate read
-        (newest_versions)."""
+        (newest_versions); it records whether any of `hits` was deleted since the first stage."""
         payloads = {record.id: record.payload
                     for record in self.store.retrieve(collection, [hit.id for hit in hits]) if record.payload}
         asked = {hit.id for hit in hits}
@@ -297,7 +329,8 @@ class Searcher:
                 if hit.id not in asked or hit.id in payloads]
         newest = {hit.id for hit in newest_versions([hit for hit, _ in kept if hit.payload])}
         kept = [(hit, score) for hit, score in kept if not hit.payload or hit.id in newest]
-        return Ranked([hit for hit, _ in kept], [score for _, score in kept])
+        return Ranked([hit for hit, _ in kept], [score for _, score in kept],
+                      ranked.deleted_since or len(payloads) < len(asked))
 
     def _fetch_context(
         self, collection: str, results: Sequence[Passage], with_siblings: bool

@@ -304,28 +304,82 @@ async def test_a_search_reads_the_payloads_of_its_results_alone(store, encoder) 
     assert [name_of(i) for i in read[1]] == [name_of(p.chunk_id) for p in outcome.results] == ["c2", "c3"]
 
 
+def _new_version_of_c2(cosine: float = 0.95):
+    return point("c2-new", _child_text(2), _vector_with_cosine(cosine), sequence_index=2, parent_id="chapter-2",
+                 version=2)
+
+
 @pytest.mark.asyncio
-async def test_a_result_of_an_older_version_or_gone_since_the_first_stage_makes_room_for_the_next(
-    store, encoder, monkeypatch
-) -> None:
+async def test_a_result_of_an_older_version_makes_room_for_the_next(store, encoder) -> None:
     # A new version of the book is being written beside the old one: its passage is found first, and every passage
     # of the old version is left out once it is read.
-    store.upsert(COLLECTION, [point("c2-new", _child_text(2), _vector_with_cosine(0.95), sequence_index=2,
-                                    parent_id="chapter-2", version=2)])
+    store.upsert(COLLECTION, [_new_version_of_c2()])
     outcome = await _search(store, encoder, _query(search_mode=SearchMode.SEMANTIC, threshold=0.0, limit=3))
     assert [name_of(p.chunk_id) for p in outcome.results] == ["c2-new", "flat"]
 
-    # A passage removed between the first stage and the read of the results is skipped.
-    first_stage = store.store.query_dense
 
-    def then_removed(*args, **kwargs):
-        hits = first_stage(*args, **kwargs)
-        store.store.delete(COLLECTION, Filter(must={f.VERSION: 2}))
-        return hits
+@pytest.mark.asyncio
+async def test_a_book_replaced_between_the_first_stage_and_the_read_is_found_in_its_new_version(
+    store, encoder, monkeypatch
+) -> None:
+    # The first stage sees the old version alone; the re-ingest then makes the new one visible and deletes the old
+    # before the results are read. Skipping the picks gone would leave the book out: the search runs once more.
+    read = store.store.retrieve
+    replaced = []
 
-    monkeypatch.setattr(store.store, "query_dense", then_removed)
+    def replaced_first(*args, **kwargs):
+        if not replaced:
+            replaced.append(True)
+            store.store.upsert(COLLECTION, [_new_version_of_c2()])
+            store.store.delete(COLLECTION, Filter(must={f.CALIBRE_ID: 1}, must_not={f.VERSION: 2}))
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(store.store, "retrieve", replaced_first)
     outcome = await _search(store, encoder, _query(search_mode=SearchMode.SEMANTIC, threshold=0.0, limit=3))
-    assert [name_of(p.chunk_id) for p in outcome.results] == ["c2", "c3", "flat"]
+    assert [name_of(p.chunk_id) for p in outcome.results] == ["c2-new", "flat"]
+    assert store.calls.count("query_dense") == 2
+
+
+@pytest.mark.asyncio
+async def test_passages_deleted_while_a_search_reads_them_are_left_out_after_one_more_pass(
+    store, encoder, monkeypatch
+) -> None:
+    # Every read finds its first passage deleted a moment before (a library being removed book by book): the second
+    # pass skips the ones gone, as the first did, and the search ends there.
+    read = store.store.retrieve
+
+    def first_deleted(collection, ids):
+        store.store.delete(COLLECTION, Filter(must={f.CALIBRE_ID: 1, f.SEQUENCE_INDEX: store_index_of(ids[0])}))
+        return read(collection, ids)
+
+    monkeypatch.setattr(store.store, "retrieve", first_deleted)
+    outcome = await _search(store, encoder, _query(search_mode=SearchMode.SEMANTIC, threshold=0.0, limit=3))
+    # Pass 1 reads c2 (gone), then c0, c1 and c4 in turn as each gone one makes room; pass 2 finds c3 and flat, and
+    # its read deletes c3.
+    assert [name_of(p.chunk_id) for p in outcome.results] == ["flat"]
+    assert store.calls.count("query_dense") == 2
+
+
+def store_index_of(stored_id: str) -> int:
+    """The sequence index of a passage of the fixture's chapter (c0-c4) by its stored id; -1 for any other."""
+    name = name_of(stored_id)
+    return int(name[1:]) if name[:1] == "c" and name[1:].isdigit() else -1
+
+
+@pytest.mark.asyncio
+async def test_a_cross_encoder_reads_as_many_candidates_of_the_newest_versions_as_it_reranks(
+    store, encoder, monkeypatch
+) -> None:
+    # The three best candidates are the new version's passage and two of the old one's: those two make room for the
+    # next candidates, until the three reranked are all of books' newest versions.
+    monkeypatch.setattr("services.query.search.RERANK_DEPTH", 3)
+    store.upsert(COLLECTION, [_new_version_of_c2(), point("other", "Another book's passage, number 5.",
+                                                           _vector_with_cosine(0.05), book_title="Persuasion",
+                                                           calibre_id=3)])
+    encoder.reranker = lambda query, passages: [0.5] * len(passages)
+    outcome = await _search(store, encoder, _query(search_mode=SearchMode.SEMANTIC, threshold=0.0, limit=3))
+    assert sorted(name_of(p.chunk_id) for p in outcome.results) == ["c2-new", "flat", "other"]
+    assert len(encoder.reranked) == 1 and len(encoder.reranked[0]) == 3
 
 
 @pytest.mark.asyncio
