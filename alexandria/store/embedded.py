@@ -57,9 +57,11 @@ so no caller in this process can observe a collection mid-optimisation.
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import json
 import logging
+import os
 import shutil
 import subprocess
 import threading
@@ -129,7 +131,9 @@ class _Merge:
 
     While a step's child runs, the collection takes writes as before. A point written again (a book ingested again,
     a payload changed) gets a newer version than its copy in the merged segment, and a shard keeps the newest copy of
-    a point when it loads, so such writes need nothing more; deletions are applied again to the merged segment.
+    a point when it loads, so such writes need nothing more. The ids of the points deleted are kept, less those
+    written again since (a deletion by filter applied again after the swap would also delete those), and deleted
+    again from the merged segment.
     """
 
     thread: threading.Thread
@@ -137,11 +141,13 @@ class _Merge:
     process: subprocess.Popen[bytes] | None = None
     child_running: bool = False
     bytes_written: int = 0  # vectors upserted since the child started
-    deletions: list[edge.Filter] = field(default_factory=list)
+    deleted_ids: set[str] = field(default_factory=set)
     # Held while the child is started or stopped, and while the fields above change; notified when a step ends.
     changed: threading.Condition = field(default_factory=threading.Condition)
 
 _ALIASES_FILE = "aliases.json"
+# Beside the collections: a leading dot is never a collection name.
+_STORE_LOCK = ".lock"
 # The same ef finds less in a larger graph, so a collection whose largest segment holds more than
 # _LARGE_SEGMENT_BYTES of vectors visits QDRANT_HNSW_EF times their ratio, up to LARGE_SEGMENT_EF_FACTOR times.
 # At 10,000 books (3 million passages): 57 segments of up to 100 MB found 0.9995 of the exact 10 by distance at ef
@@ -235,6 +241,7 @@ class EmbeddedStore(Store):
         self._written: dict[str, int] = {}
         self._facets: dict[tuple[str, str, str, int], tuple[int, dict[Any, int]]] = {}
         self._facets_lock = threading.Lock()
+        self._held: int | None = None  # the store's lock (_hold), released by close
 
     @classmethod
     def open(
@@ -245,7 +252,9 @@ class EmbeddedStore(Store):
         and more than _SEGMENTS of them up to `merged_segment_kb` in a child (0: never); collections it creates
         are laid out as `layout` says."""
         root.mkdir(parents=True, exist_ok=True)
+        held = _hold(root)
         store = cls(root, search_threads, layout, max_segment_kb, merged_segment_kb)
+        store._held = held
         started = time.perf_counter()
         try:
             for shard_dir in sorted(root.iterdir()):
@@ -358,6 +367,10 @@ class EmbeddedStore(Store):
             self._make_room(collection, points)
             with self._writing(collection) as shard:
                 shard.update(edge.UpdateOperation.upsert_points([_to_edge_point(p) for p in points]))
+                merge = self._merges.get(self.collection_target(collection))
+                if merge is not None:
+                    with merge.changed:
+                        merge.deleted_ids.difference_update(point.id for point in points)
 
     def set_payload(self, collection: str, where: Filter, payload: dict[str, Any]) -> None:
         """Merge `payload` into every point matching `where`."""
@@ -371,8 +384,8 @@ class EmbeddedStore(Store):
             merge = self._merges.get(self.collection_target(collection))
             if merge is not None:
                 with merge.changed:
-                    if merge.child_running:  # the child merges from before this deletion
-                        merge.deletions.append(condition)
+                    if merge.child_running:  # the child merges copies of these points from before this deletion
+                        merge.deleted_ids.update(_matching_ids(shard, condition))
             return _delete_matching(shard, condition)
 
     def optimize(self, collection: str) -> None:
@@ -554,6 +567,9 @@ class EmbeddedStore(Store):
             shards, self._shards = self._shards, {}
         for shard in shards.values():
             shard.close()
+        if self._held is not None:
+            os.close(self._held)
+            self._held = None
 
     # internals
 
@@ -679,7 +695,7 @@ class EmbeddedStore(Store):
             if not merge.cancelled.is_set():  # a store closed or a collection dropped under it ends it by design
                 log.exception("the background merge of %s stopped", target)
         finally:
-            merging.finish_interrupted(path, work)
+            merging.forget_unless_swapped(work)
 
     def _merge_steps(self, target: str, merge: _Merge, path: Path, work: Path) -> None:
         """Merge the smallest segments of `target`, one step after another while some are due (merging.py)."""
@@ -712,13 +728,15 @@ class EmbeddedStore(Store):
                     return
                 with self._write_lock(target):
                     with self._swapping(target):
-                        self._shards[target].close()
-                        merging.swap_in(path, work, chosen)
-                        shard = self._shards[target] = self._load_shard(path)
+                        # Loaded again however the swap ends, as after a crash: one that failed midway is completed
+                        # from its journal, or forgotten before it (if the load fails, the next use tries again).
+                        self._shards.pop(target).close()
                         with merge.changed:
-                            deletions, merge.deletions = merge.deletions, []
-                        for condition in deletions:
-                            _delete_matching(shard, condition)
+                            deleted, merge.deleted_ids = merge.deleted_ids, set()
+                        try:
+                            merging.swap_in(path, work, chosen, deleted)
+                        finally:
+                            shard = self._shards[target] = self._load_recovering(target)
                     self._optimize(target, shard)  # what was written during the step
                     shard.flush()
                     self._measure(target)
@@ -726,7 +744,7 @@ class EmbeddedStore(Store):
                 with merge.changed:
                     merge.child_running = False
                     merge.bytes_written = 0
-                    merge.deletions.clear()  # applied already to the shard it merged from, which stays
+                    merge.deleted_ids.clear()  # deleted already from the shard it merged from, which stays
                     merge.changed.notify_all()
             log.info("merged %d segments of %s (%.0f MB of vectors) in %.0f s: %d segments now", len(chosen), target,
                      megabytes, time.perf_counter() - started, self._segments[target])
@@ -759,11 +777,21 @@ class EmbeddedStore(Store):
             return None
         with self._shards_lock:
             if collection not in self._shards:
-                merging.finish_interrupted(path, self._root / merging.MERGES_FOLDER / collection)
-                self._shards[collection] = self._load_shard(path)
-                _remove_interrupted_merges(path)
-                self._measure(collection)
+                self._shards[collection] = self._load_recovering(collection)
             return self._shards[collection]
+
+    def _load_recovering(self, target: str) -> edge.EdgeShard:
+        """Load the shard of own name `target`, completing first a background merge's swap that a crash or a failure
+        stopped midway (its journal), and deleting then the points deleted while that merge's child ran."""
+        path, work = self._root / target, self._root / merging.MERGES_FOLDER / target
+        deleted = merging.complete_swap(path, work)
+        shard = self._load_shard(path)
+        if deleted:
+            _delete_matching(shard, _to_edge_filter(Filter(ids=tuple(deleted))))
+        merging.forget(work)
+        _remove_interrupted_merges(path)
+        self._measure(target)
+        return shard
 
     def _create_shard(self, collection: str, dimension: int, metadata: dict[str, Any]) -> edge.EdgeShard:
         path = self._root / collection
@@ -820,10 +848,7 @@ class EmbeddedStore(Store):
             # us both mean another process owns this store.
             message = str(exc)
             if "WAL" in message or "already contains segment data" in message:
-                raise FailedPrecondition(
-                    f"Another process holds the store at {path}; stop it, or point "
-                    "ALEXANDRIA_DATA_DIR elsewhere, or use a Qdrant server (QDRANT_URL)."
-                ) from exc
+                raise _held_elsewhere(path) from exc
             raise
 
     def _info(self, collection: str, shard: edge.EdgeShard) -> CollectionInfo:
@@ -897,6 +922,33 @@ class EmbeddedStore(Store):
 
     def _write_sidecar(self, collection: str, content: _Sidecar) -> None:
         write_json_atomically(self._sidecar_path(collection), content)
+
+
+def _held_elsewhere(path: Path) -> FailedPrecondition:
+    return FailedPrecondition(f"Another process holds the store at {path}; stop it, or point ALEXANDRIA_DATA_DIR "
+                              "elsewhere, or use a Qdrant server (QDRANT_URL).")
+
+
+def _hold(root: Path) -> int:
+    """Lock the store at `root` for this process (its file descriptor, closed by `close`), before anything in it is
+    read or changed: a second opener would otherwise complete or forget the owner's merges, or drop a collection, on
+    its way to the shard locks that refuse it."""
+    descriptor = os.open(root / _STORE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(descriptor)
+        raise _held_elsewhere(root) from None
+    return descriptor
+
+
+def _matching_ids(shard: edge.EdgeShard, condition: edge.Filter) -> list[str]:
+    matching = shard.count(edge.CountRequest(exact=True, filter=condition))
+    if not matching:
+        return []
+    records, _next_offset = shard.scroll(edge.ScrollRequest(limit=matching, filter=condition, with_payload=False,
+                                                            with_vector=False))
+    return [str(record.id) for record in records]
 
 
 def _delete_matching(shard: edge.EdgeShard, condition: edge.Filter) -> int:

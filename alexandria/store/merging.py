@@ -12,10 +12,12 @@ happens here instead, one step at a time, while the owner keeps answering from t
    the content of the files it shares with the owner (measured: every byte of them the same after a merge). The
    owner takes writes meanwhile: new points land in its unsealed segment, which the child does not read; a point
    written again gets a newer version than the child's copy, and a shard keeps a point's newest copy when it loads;
-   a deletion is recorded, to be applied again to the merged segment;
+   the ids of the points deleted are recorded (less those written again since), to be deleted again from the merged
+   segment, which still holds them;
 3. the owner holds the writes again, closes its shard, moves the merged segment in and deletes the ones it replaces
-   (`swap_in`, recorded first in a journal that `finish_interrupted` completes after a crash), loads the shard
-   again and applies the deletions: queries wait for that reload alone.
+   (`swap_in`, recorded first in a journal, with the deleted ids), loads the shard again and deletes those ids, then
+   drops the journal (`forget`): queries wait for that reload alone. After a crash at any point of it, the next load
+   of the shard does the same from the journal (`complete_swap`).
 
 The disk a step takes is the merged segment's, a bounded part of the collection; its memory is the child's graph
 build, for one merged segment.
@@ -31,6 +33,7 @@ import shutil
 import signal
 import sys
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,28 +101,44 @@ def stage(shard_path: Path, segments: list[Segment], work: Path) -> None:
         shutil.copytree(segment.path, work / _SEGMENTS / segment.path.name, copy_function=os.link)
 
 
-def swap_in(shard_path: Path, work: Path, replaced: list[Segment]) -> None:
-    """Move the segment the child merged into the (closed) shard and delete those it replaces, journaled first. (The
-    child also made an empty segment for writes, which no shard of the owner needs.)"""
+def swap_in(shard_path: Path, work: Path, replaced: list[Segment], deleted: Collection[str]) -> None:
+    """Move the segment the child merged into the (closed) shard and delete those it replaces, journaled first with
+    `deleted`, the ids deleted while the child ran (complete_swap). (The child also made an empty segment for writes,
+    which no shard of the owner needs.)"""
     made = sorted(s.path.name for s in segments_of(work)
                   if s.sealed and not (shard_path / _SEGMENTS / s.path.name).exists())
-    journal = {"made": made, "replaced": sorted(s.path.name for s in replaced if s.path.name not in made)}
+    journal = {"made": made, "replaced": sorted(s.path.name for s in replaced if s.path.name not in made),
+               "deleted": sorted(deleted)}
     write_json_atomically(work / _JOURNAL, journal)
-    finish_interrupted(shard_path, work)
+    complete_swap(shard_path, work)
 
 
-def finish_interrupted(shard_path: Path, work: Path) -> None:
-    """Complete a swap a crash stopped midway (its journal says what it moves and deletes), or forget a merge that
-    had not reached it: the shard is then as it was. Removes `work` either way."""
+def complete_swap(shard_path: Path, work: Path) -> list[str] | None:
+    """Make the moves of the swap journaled in `work`, again where a crash stopped them midway (each can run twice),
+    and return the ids to delete from the shard once it loads: deleted while the child merged, they are in the
+    merged segment still. None when `work` holds no journaled swap (a merge that had not reached it: the shard is
+    as it was). `work` stays until those deletions are made (`forget`)."""
     journal_path = work / _JOURNAL
-    if journal_path.is_file():
-        journal = json.loads(journal_path.read_text(encoding="utf-8"))
-        for name in journal["made"]:
-            if (work / _SEGMENTS / name).is_dir():
-                os.replace(work / _SEGMENTS / name, shard_path / _SEGMENTS / name)
-        for name in journal["replaced"]:
-            shutil.rmtree(shard_path / _SEGMENTS / name, ignore_errors=True)
+    if not journal_path.is_file():
+        return None
+    journal = json.loads(journal_path.read_text(encoding="utf-8"))
+    for name in journal["made"]:
+        if (work / _SEGMENTS / name).is_dir():
+            os.replace(work / _SEGMENTS / name, shard_path / _SEGMENTS / name)
+    for name in journal["replaced"]:
+        shutil.rmtree(shard_path / _SEGMENTS / name, ignore_errors=True)
+    return list(journal.get("deleted", []))  # a journal of a release before deletions were journaled has none
+
+
+def forget(work: Path) -> None:
+    """Remove a merge's work folder, its journal included."""
     shutil.rmtree(work, ignore_errors=True)
+
+
+def forget_unless_swapped(work: Path) -> None:
+    """Remove a merge's work folder unless it holds a swap's journal, which the next load of the shard completes."""
+    if not (work / _JOURNAL).is_file():
+        forget(work)
 
 
 def child_command(work: Path, merged_kb: int, indexing_threshold_kb: int, search_threads: int) -> list[str]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from alexandria.errors import FailedPrecondition
 from alexandria.store import Filter, StoredPoint, lexical, merging
 from alexandria.store import embedded as embedded_module
 from alexandria.store import schema as f
@@ -34,9 +35,13 @@ def _open(tmp_path: Path, merged_segment_kb: int) -> EmbeddedStore:
                               max_segment_kb=2, merged_segment_kb=merged_segment_kb)
 
 
+def _point_id(book: int, n: int) -> str:
+    return f"00000000-0000-0000-{book:04d}-{n:012d}"
+
+
 def _write_book(store: EmbeddedStore, book: int, version: int = 1) -> None:
     store.upsert(COLLECTION, [
-        StoredPoint(f"00000000-0000-0000-{book:04d}-{n:012d}", axis(n % DIMENSION), lexical.encode_document(f"word{n}"),
+        StoredPoint(_point_id(book, n), axis(n % DIMENSION), lexical.encode_document(f"word{n}"),
                     {f.BOOK_KEY: f"book-{book}", "n": n, "version": version})
         for n in range(POINTS_A_BOOK)
     ])
@@ -156,19 +161,70 @@ def test_a_swap_a_crash_stopped_is_completed_when_the_store_opens(
     def crash(*args: object, **kwargs: object) -> None:
         raise OSError("the machine stopped")
 
+    # Book 3 was removed while the child merged (from the owner's segments: not here, where no owner ran), so the
+    # merged segment holds it still.
+    removed = [_point_id(3, n) for n in range(POINTS_A_BOOK)]
     with monkeypatch.context() as crashing:
         crashing.setattr(merging.shutil, "rmtree", crash)
         with pytest.raises(OSError, match="stopped"):
-            merging.swap_in(shard, work, chosen)
+            merging.swap_in(shard, work, chosen, removed)
     # The merged segment is in, beside the ones it replaces: each point twice on disk.
     assert len(merging.segments_of(shard)) == before + 1
 
     store = _open(tmp_path, merged_segment_kb=0)
     try:
         assert store.segment_count(COLLECTION) == before - len(chosen) + 1
-        assert store.count(COLLECTION) == 10 * POINTS_A_BOOK
-        _answers_each_book(store, 10)
+        assert store.count(COLLECTION) == 9 * POINTS_A_BOOK
+        assert store.count(COLLECTION, Filter(must={f.BOOK_KEY: "book-3"})) == 0
+        _answers_each_book(store, 3)
         assert not work.exists()
+    finally:
+        store.close()
+
+
+def test_a_swap_that_fails_midway_is_completed_and_the_collection_answers_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _grown_without_merges(tmp_path, books=10)
+    rmtree = merging.shutil.rmtree
+    failed: list[str] = []
+
+    def fails_once_in_the_shard(path: str | Path, *args: object, **kwargs: object) -> None:
+        if merging.MERGES_FOLDER not in str(path) and not failed:
+            failed.append(str(path))
+            raise OSError("the disk said no, once")
+        rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr(merging.shutil, "rmtree", fails_once_in_the_shard)
+    store = _open(tmp_path, merged_segment_kb=1000)
+    try:
+        _write_book(store, 10)  # its optimize starts a merge
+        store.finish_merges()
+        assert failed, "the swap met the failure"
+        assert store.count(COLLECTION) == 11 * POINTS_A_BOOK
+        _answers_each_book(store, 11)
+        assert store.segment_count(COLLECTION) <= 8
+        _write_book(store, 11)
+        assert store.count(COLLECTION) == 12 * POINTS_A_BOOK
+    finally:
+        store.close()
+
+
+def test_a_second_process_opening_the_store_leaves_the_owners_merge_alone(tmp_path: Path) -> None:
+    _grown_without_merges(tmp_path, books=10)
+    store = _open(tmp_path, merged_segment_kb=1000)
+    try:
+        _write_book(store, 10)  # its optimize starts a merge
+        child = _merge_child(store)
+        work = settings_for("embedded", tmp_path).embedded_path / merging.MERGES_FOLDER / COLLECTION
+        staged = sorted(path.name for path in (work / "segments").iterdir())
+        with pytest.raises(FailedPrecondition, match="Another process holds the store at"):
+            _open(tmp_path, merged_segment_kb=1000)
+        assert child.poll() is None or child.returncode == 0
+        assert sorted(path.name for path in (work / "segments").iterdir())[: len(staged)] == staged
+        store.finish_merges()
+        assert store.count(COLLECTION) == 11 * POINTS_A_BOOK
+        assert store.segment_count(COLLECTION) <= 8
     finally:
         store.close()
 
@@ -200,6 +256,27 @@ def test_a_book_removed_during_a_merge_is_gone_at_once_and_stays_gone_after_the_
         assert store.count(COLLECTION) == 10 * POINTS_A_BOOK
         assert store.query_dense(COLLECTION, axis(7), Filter(must={f.BOOK_KEY: "book-3"}), 1) == []
         assert store.segment_count(COLLECTION) <= 8
+    finally:
+        store.close()
+
+
+def test_a_book_removed_then_written_again_during_a_merge_keeps_its_new_copy_after_the_swap(tmp_path: Path) -> None:
+    # A book removed and ingested again (same ids): the removal is not applied again to the new copy at the swap.
+    # Nor is an ingest's first step, the deletion of the book's points not yet complete, to those it writes next.
+    _grown_without_merges(tmp_path, books=10)
+    store = _open(tmp_path, merged_segment_kb=1000)
+    try:
+        _write_book(store, 10)  # its optimize starts a merge of every sealed segment
+        child = _merge_child(store)
+        assert store.delete(COLLECTION, Filter(must={f.BOOK_KEY: "book-3"})) == POINTS_A_BOOK
+        _write_book(store, 3, version=2)
+        assert store.delete(COLLECTION, Filter(must={f.BOOK_KEY: "book-5"})) == POINTS_A_BOOK
+        assert child.poll() is None
+        store.finish_merges()
+        assert store.count(COLLECTION, Filter(must={f.BOOK_KEY: "book-3", "version": 2})) == POINTS_A_BOOK
+        assert store.count(COLLECTION, Filter(must={f.BOOK_KEY: "book-5"})) == 0
+        assert store.count(COLLECTION) == 10 * POINTS_A_BOOK
+        _answers_each_book(store, 5)
     finally:
         store.close()
 
