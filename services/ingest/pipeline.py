@@ -20,7 +20,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +31,7 @@ import numpy as np
 from alexandria.book_formats import BookFormat
 from alexandria.book_identity import FileVersion
 from alexandria.clients import EmbedderClient
-from alexandria.errors import AlreadyExists, InvalidArgument
+from alexandria.errors import AlexandriaError, AlreadyExists, InvalidArgument
 from alexandria.languages import language_code
 from alexandria.progress import progress_bar
 from alexandria.store import Store
@@ -148,6 +149,19 @@ class BookIngestor:
         self.on_written = on_written
         self._in_progress: set[tuple[str, str]] = set()
 
+    @contextmanager
+    def claimed(self, collection: str, book_key: str, busy: AlexandriaError) -> Iterator[None]:
+        """Hold the book for one change at a time, whatever asks it (an ingest from any entry point, a removal);
+        `busy` is raised when another holds it. Taken without an await, it is never checked and taken apart."""
+        key = (collection, book_key)
+        if key in self._in_progress:
+            raise busy
+        self._in_progress.add(key)
+        try:
+            yield
+        finally:
+            self._in_progress.discard(key)
+
     async def _embed(self, texts: Sequence[str], stage: str, report: Report) -> tuple[np.ndarray, int]:
         """Vectors of `texts` in slices, reporting progress after each slice."""
         parts, truncated = [], 0
@@ -215,13 +229,10 @@ class BookIngestor:
         started = time.perf_counter()
         writer = BookWriter(self.store, collection)
         title = source.title or source.path.stem
-        key = (collection, source.book_key)
         # Claimed before the first await: a second call for the same book, from any entry point, must
         # find the claim (checked after an await, two calls both passed it and both wrote the book).
-        if key in self._in_progress:
-            raise AlreadyExists(f"'{title}' is being ingested into '{collection}' right now; wait for it to finish.")
-        self._in_progress.add(key)
-        try:
+        busy = AlreadyExists(f"'{title}' is being ingested into '{collection}' right now; wait for it to finish.")
+        with self.claimed(collection, source.book_key, busy):
             if not replace:
                 await asyncio.to_thread(writer.refuse_if_ingested, source.book_key, title)
             model = await self.embedder.model_info()
@@ -284,8 +295,6 @@ class BookIngestor:
                 outcome.highlights = len(source.highlights)
                 outcome.steps.append(f"🖍️ Made the reader's highlights searchable ({len(source.highlights)})")
             outcome.steps.append("✅ Successfully ingested!")
-        finally:
-            self._in_progress.discard(key)
         self.on_written(collection)
         outcome.seconds = round(time.perf_counter() - started, 2)
         return outcome

@@ -21,7 +21,8 @@ each book whole or not at all, so a book already whole in the new collection is 
 left by another model, or by a reindex whose swap has happened since, is dropped with its half-built
 collection and the reindex starts anew. A reindex holds the collection's sync lock: no sync runs beside it.
 Other writes to the collection meanwhile (a book removed, or ingested by a model that matches it) reach the
-old collection only and are lost at the swap; an ingest under the running model is refused there anyway.
+old collection only and are lost at the swap; an ingest under the running model is refused there anyway, and
+one writing at the moment of the swap takes back what reached the new collection and is refused (writer.py).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from grpc import aio
 from alexandria.book_formats import FormatPreference
 from alexandria.clients import EmbedderClient, ServiceClient
 from alexandria.enums import enum_number
-from alexandria.errors import InvalidArgument
+from alexandria.errors import FailedPrecondition, InvalidArgument
 from alexandria.grpc_server import ServiceServer, build_server
 from alexandria.progress import progress_bar
 from alexandria.settings import IngestSettings
@@ -327,7 +327,12 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         else:
             raise InvalidArgument("Say which book to remove: book_id (Calibre id) or file_path.")
         key, title, author = await asyncio.to_thread(writer.find_book_key, where, what)
-        removed = await asyncio.to_thread(writer.remove, key, title, author)
+        # Removed under the ingest's claim: a removal amid an ingest's writes would leave its later batches, made
+        # visible at its end, as a part of the book.
+        busy = FailedPrecondition(f"'{title}' is being ingested into '{collection}' right now; remove it once that "
+                                  "ends.")
+        with self.ingestor.claimed(collection, key, busy):
+            removed = await asyncio.to_thread(writer.remove, key, title, author)
         return ingest_pb2.RemoveBookResponse(success=True, title=removed.title, author=removed.author,
                                              book_key=removed.book_key, chunks_removed=removed.points,
                                              collection=collection)

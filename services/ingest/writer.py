@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from alexandria.book_identity import FileVersion
-from alexandria.errors import AlreadyExists, NotFound
+from alexandria.errors import AlreadyExists, FailedPrecondition, NotFound
 from alexandria.store import Filter, SparseVector, Store, StoredPoint, collection_not_found
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_document
@@ -118,11 +118,18 @@ class BookWriter:
         """Write every point of this version invisibly, make it visible at once, then drop any older version.
 
         While a new version replaces an old one both are visible for a moment; a search keeps the newest
-        version of each book it finds, so it never returns a book twice, nor misses it.
+        version of each book it finds, so it never returns a book twice, nor misses it. A reindex that moves the
+        collection's name to its rebuilt collection meanwhile (reindex.py) would have the later batches land there
+        and be made visible as a part of the book: the write then takes back what reached it and is refused.
         """
+        written_to = self.store.collection_target(self.collection)
         self.store.delete(self.collection, self._book(book_key, **{f.COMPLETE: False}))
         for start in range(0, len(points), UPSERT_BATCH):
             self.store.upsert(self.collection, points[start : start + UPSERT_BATCH])
+        if self.store.collection_target(self.collection) != written_to:
+            self.store.delete(self.collection, self._book(book_key, **{f.VERSION: version}))
+            raise FailedPrecondition(f"Collection '{self.collection}' was replaced by its reindex while this book was "
+                                     "written; ingest the book again.")
         self.store.set_payload(self.collection, self._book(book_key, **{f.VERSION: version}), {f.COMPLETE: True})
         self.store.delete(self.collection, Filter(must={f.BOOK_KEY: book_key}, must_not={f.VERSION: version}))
         return len(points)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from google.protobuf.message import Message
 from query.fakes import embedded_store
 
 from alexandria.clients import ServiceClient, wait_until_serving
-from alexandria.errors import NotFound
+from alexandria.errors import FailedPrecondition, NotFound
 from alexandria.progress import follow
 from alexandria.settings import ClientSettings, IngestSettings, StoreSettings
 from alexandria.store import Store
@@ -158,6 +159,34 @@ async def test_remove_finds_a_calibre_book_by_id_and_a_local_file_by_content_or_
     assert service.held() == []
     with pytest.raises(NotFound, match="Calibre book id 7"):
         await remove(book_id=7)
+
+
+async def test_a_book_being_written_is_not_removed_until_its_ingest_ends(
+        service: IngestService, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = service.book_file("keeper.txt")
+    writing, release = threading.Event(), threading.Event()
+    upsert = service.store.store.upsert
+
+    def held_after_the_first_batch(collection: str, points: list) -> None:
+        upsert(collection, points)
+        writing.set()
+        assert release.wait(START_TIMEOUT_S)
+
+    monkeypatch.setattr(service.store.store, "upsert", held_after_the_first_batch)
+    ingesting = asyncio.create_task(service.run("IngestFile", ingest_pb2.IngestFileRequest(
+        file_path=str(path), title="The Keeper", author="A. Keeper", options=options())))
+    assert await asyncio.to_thread(writing.wait, START_TIMEOUT_S)
+    removal = ingest_pb2.RemoveBookRequest(collection=COLLECTION, file_path=str(path))
+    try:
+        with pytest.raises(FailedPrecondition, match="'The Keeper' is being ingested into 'books' right now"):
+            await service.client.call("RemoveBook", removal)
+    finally:
+        release.set()
+    ingested = await ingesting
+    assert ingested.success and service.held() == [ingested.book_key]
+    written = service.store.count(COLLECTION)
+    removed = await service.client.call("RemoveBook", removal)
+    assert removed.chunks_removed == written > ingested.chunks and service.held() == []
 
 
 async def test_a_sync_plans_from_the_catalogs_list_says_when_it_is_stale_and_names_books_without_a_file(

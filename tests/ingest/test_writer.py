@@ -105,3 +105,27 @@ def test_what_a_killed_ingest_left_is_gone_once_the_book_is_written(store: Store
     left = store.scroll("books", None, limit=10)  # every point, complete or not
     assert sorted(ChunkRecord.from_payload(r.payload).text for r in left) == ["book", "the whole"]
     assert {ChunkRecord.from_payload(r.payload).book.version for r in left} == {2}
+
+
+def test_a_reindex_swap_amid_a_write_leaves_no_part_of_the_book_in_the_new_collection(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A reindex rebuilt "books" as "books-rebuilt" and moves the name to it while this book's batches are written.
+    writer = BookWriter(store, "books")
+    writer.ensure_collection(DIMENSION, "m")
+    BookWriter(store, "books-rebuilt").ensure_collection(DIMENSION, "m")
+    monkeypatch.setattr("services.ingest.writer.UPSERT_BATCH", 2)
+    upsert = store.upsert
+    batches: list[str] = []
+
+    def swapped_after_the_first(collection: str, points: list[StoredPoint]) -> None:
+        batches.append(collection)
+        upsert(collection, points)
+        if len(batches) == 1:
+            store.replace_collection("books", "books-rebuilt")
+
+    monkeypatch.setattr(store, "upsert", swapped_after_the_first)
+    with pytest.raises(FailedPrecondition, match="'books' was replaced by its reindex while this book was written"):
+        writer.write(KEY, 1, version_points(1, ["one", "two", "three", "four"]))
+    assert batches == ["books", "books"]
+    assert store.count("books") == 0, "the name now stands for the rebuilt collection, which has no part of the book"
