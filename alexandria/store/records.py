@@ -227,14 +227,15 @@ def complete_books_by_language(store: Store, collection: str, books_held: int) -
     return books
 
 
-def complete_file_versions(store: Store, collection: str) -> dict[str, FileVersion | None]:
-    """Book key -> the version of the file each book held whole was read from (None for books ingested
-    before file versions were kept)."""
-    versions: dict[str, FileVersion | None] = dict.fromkeys(complete_books(store, collection))
+def complete_file_versions(store: Store, collection: str) -> dict[str, list[FileVersion]]:
+    """Book key -> the versions of the files each book held whole was read from: one; none for a book ingested
+    before file versions were kept; two where a write stopped between making the book's new version visible and
+    dropping its old one (BookWriter.held_file_versions)."""
+    versions: dict[str, list[FileVersion]] = {key: [] for key in complete_books(store, collection)}
     for value in _complete_counts(store, collection, f.SOURCE):
         key, version = FileVersion.parse_stored(str(value))
         if key in versions:
-            versions[key] = version
+            versions[key].append(version)
     return versions
 
 

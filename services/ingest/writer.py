@@ -8,6 +8,7 @@ Already-ingested books are found by book key (never by title) and refused.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ from alexandria.store.records import (
     complete_file_versions,
 )
 from services.ingest.documents import Chunk, ChunkedBook, ParentChunk
+
+log = logging.getLogger(__name__)
 
 # Fixed namespace: a point's id is a pure function of its book key and place in the book.
 POINT_NAMESPACE = uuid.UUID("5f0c4a6e-2f7e-4a57-9a39-0a7e1c1d2b33")
@@ -153,7 +156,28 @@ class BookWriter:
         yet; None for a book ingested before file versions were kept)."""
         if self.store.collection_info(self.collection) is None:
             return {}
-        return complete_file_versions(self.store, self.collection)
+        held: dict[str, FileVersion | None] = {}
+        for key, versions in complete_file_versions(self.store, self.collection).items():
+            held[key] = self._keep_newest(key, versions) if len(versions) > 1 else next(iter(versions), None)
+        return held
+
+    def _keep_newest(self, book_key: str, versions: list[FileVersion]) -> FileVersion | None:
+        """Drop every version of a book held whole but the newest written, and return its file's version: a write
+        stopped between making the new version visible and dropping the old (`write`) leaves both, each found by
+        searches, and no later write of the book comes while the file stays as it is. The sync reads this first."""
+        written = []
+        for version in versions:
+            where = complete(**{f.BOOK_KEY: book_key, f.SOURCE: version.to_stored(book_key)})
+            written += [BookRecord.from_payload(record.payload) for record in self.store.scroll(self.collection,
+                                                                                                 where, limit=1)]
+        if not written:
+            return None
+        newest = max(written, key=lambda book: book.version)
+        dropped = self.store.delete(self.collection, Filter(must={f.BOOK_KEY: book_key},
+                                                            must_not={f.VERSION: newest.version}))
+        log.warning("'%s' was held in %d versions in '%s' (a write stopped midway): the older ones' %d points dropped",
+                    newest.title, len(written), self.collection, dropped)
+        return newest.file_version
 
     def remove(self, book_key: str, title: str, author: str) -> RemovedBook:
         removed = self.store.delete(self.collection, self._book(book_key))

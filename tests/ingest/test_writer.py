@@ -45,9 +45,9 @@ def test_a_new_version_replaces_the_old_one_whole(store: Store) -> None:
     left = store.scroll("books", Filter(must={f.BOOK_KEY: KEY}), limit=10)
     assert sorted(ChunkRecord.from_payload(r.payload).text for r in left) == ["new one", "new two"]
     assert all(ChunkRecord.from_payload(r.payload).book.complete for r in left)
-    assert complete_file_versions(store, "books") == {KEY: FileVersion.parse("EPUB:2:1:hash2")}
+    assert complete_file_versions(store, "books") == {KEY: [FileVersion.parse("EPUB:2:1:hash2")]}
     writer.restamp(KEY, FileVersion.parse("EPUB:2:5:hash2"))
-    assert complete_file_versions(store, "books") == {KEY: FileVersion.parse("EPUB:2:5:hash2")}
+    assert complete_file_versions(store, "books") == {KEY: [FileVersion.parse("EPUB:2:5:hash2")]}
 
 
 def test_while_two_versions_are_visible_a_search_keeps_the_newest_of_each_book() -> None:
@@ -129,3 +129,20 @@ def test_a_reindex_swap_amid_a_write_leaves_no_part_of_the_book_in_the_new_colle
         writer.write(KEY, 1, version_points(1, ["one", "two", "three", "four"]))
     assert batches == ["books", "books"]
     assert store.count("books") == 0, "the name now stands for the rebuilt collection, which has no part of the book"
+
+
+def test_a_book_left_in_two_versions_by_a_write_stopped_midway_keeps_its_newest_when_the_sync_reads_it(
+    store: Store,
+) -> None:
+    writer = BookWriter(store, "books")
+    writer.ensure_collection(DIMENSION, "m")
+    writer.write(KEY, 1, version_points(1, ["old one", "old two", "old three"]))
+    # The new version written and made visible; the process stopped before the old one was dropped.
+    store.upsert("books", version_points(2, ["new one", "new two"]))
+    store.set_payload("books", Filter(must={f.BOOK_KEY: KEY, f.VERSION: 2}), {f.COMPLETE: True})
+    assert store.count("books", complete()) == 5
+
+    assert writer.held_file_versions() == {KEY: FileVersion.parse("EPUB:2:1:hash2")}
+    left = store.scroll("books", None, limit=10)
+    assert sorted(ChunkRecord.from_payload(r.payload).text for r in left) == ["new one", "new two"]
+    assert writer.held_file_versions() == {KEY: FileVersion.parse("EPUB:2:1:hash2")}
