@@ -253,7 +253,11 @@ class EmbeddedStore(Store):
         are laid out as `layout` says."""
         root.mkdir(parents=True, exist_ok=True)
         held = _hold(root)
-        store = cls(root, search_threads, layout, max_segment_kb, merged_segment_kb)
+        try:
+            store = cls(root, search_threads, layout, max_segment_kb, merged_segment_kb)
+        except BaseException:
+            os.close(held)
+            raise
         store._held = held
         started = time.perf_counter()
         try:
@@ -561,15 +565,17 @@ class EmbeddedStore(Store):
         releasing their locks; later calls raise Unavailable."""
         with self._shards_lock:
             self._closed = True
-        for target in list(self._merges):
-            self._stop_merge(target)
-        with self._shards_lock:
-            shards, self._shards = self._shards, {}
-        for shard in shards.values():
-            shard.close()
-        if self._held is not None:
-            os.close(self._held)
-            self._held = None
+        try:
+            for target in list(self._merges):
+                self._stop_merge(target)
+            with self._shards_lock:
+                shards, self._shards = self._shards, {}
+            for shard in shards.values():
+                shard.close()
+        finally:
+            if self._held is not None:
+                os.close(self._held)
+                self._held = None
 
     # internals
 
@@ -728,15 +734,15 @@ class EmbeddedStore(Store):
                     return
                 with self._write_lock(target):
                     with self._swapping(target):
-                        # Loaded again however the swap ends, as after a crash: one that failed midway is completed
-                        # from its journal, or forgotten before it (if the load fails, the next use tries again).
-                        self._shards.pop(target).close()
+                        # The closed shard stays in _shards meanwhile: whatever looks the collection up under
+                        # _shards_lock alone (replace_collection) finds it there, and loads no second one beside.
+                        self._shards[target].close()
                         with merge.changed:
                             deleted, merge.deleted_ids = merge.deleted_ids, set()
                         try:
                             merging.swap_in(path, work, chosen, deleted)
                         finally:
-                            shard = self._shards[target] = self._load_recovering(target)
+                            shard = self._reload_after_swap(target)
                     self._optimize(target, shard)  # what was written during the step
                     shard.flush()
                     self._measure(target)
@@ -779,6 +785,18 @@ class EmbeddedStore(Store):
             if collection not in self._shards:
                 self._shards[collection] = self._load_recovering(collection)
             return self._shards[collection]
+
+    def _reload_after_swap(self, target: str) -> edge.EdgeShard:
+        """Load the shard of `target` again however its swap ended, as after a crash: one that failed midway is
+        completed from its journal, or forgotten before it. If the load fails, the closed shard leaves _shards, so
+        that the collection's next use tries again."""
+        try:
+            shard = self._shards[target] = self._load_recovering(target)
+        except BaseException:
+            with self._shards_lock:
+                self._shards.pop(target, None)
+            raise
+        return shard
 
     def _load_recovering(self, target: str) -> edge.EdgeShard:
         """Load the shard of own name `target`, completing first a background merge's swap that a crash or a failure

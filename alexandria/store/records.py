@@ -230,7 +230,7 @@ def complete_books_by_language(store: Store, collection: str, books_held: int) -
 def complete_file_versions(store: Store, collection: str) -> dict[str, list[FileVersion]]:
     """Book key -> the versions of the files each book held whole was read from: one; none for a book ingested
     before file versions were kept; two where a write stopped between making the book's new version visible and
-    dropping its old one (BookWriter.held_file_versions)."""
+    dropping its old one (HeldBooks)."""
     versions: dict[str, list[FileVersion]] = {key: [] for key in complete_books(store, collection)}
     for value in _complete_counts(store, collection, f.SOURCE):
         key, version = FileVersion.parse_stored(str(value))

@@ -86,9 +86,15 @@ class AutoSync:
         return bool(self.seen) and self.seen != self.record.signature
 
     async def run(self) -> None:
-        """Watch and sync until cancelled (when the service stops)."""
+        """Watch and sync until cancelled (when the service stops). A look that fails otherwise than `check` expects
+        (a store's or a disk's own error) is logged and said in the status, and the watching goes on."""
         while True:
-            await self.check()
+            try:
+                await self.check()
+            except Exception as exc:
+                log.exception("the automatic sync of '%s' failed; it is tried again in %.0f s", self.collection, RETRY_S)
+                self.waiting_reason = f"the last automatic sync failed ({exc}); it is tried again in {RETRY_S:.0f} s"
+                self.retry_at = time.monotonic() + RETRY_S
             await asyncio.sleep(self.poll_s)
 
     async def check(self) -> None:

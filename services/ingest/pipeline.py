@@ -149,18 +149,27 @@ class BookIngestor:
         self.on_written = on_written
         self._in_progress: set[tuple[str, str]] = set()
 
-    @contextmanager
-    def claimed(self, collection: str, book_key: str, busy: AlexandriaError) -> Iterator[None]:
-        """Hold the book for one change at a time, whatever asks it (an ingest from any entry point, a removal);
-        `busy` is raised when another holds it. Taken without an await, it is never checked and taken apart."""
+    def claim(self, collection: str, book_key: str) -> bool:
+        """Hold the book for one change at a time, whatever asks it (an ingest from any entry point, a removal, the
+        sync's repair); False when another holds it. Taken without an await, it is never checked and taken apart."""
         key = (collection, book_key)
         if key in self._in_progress:
-            raise busy
+            return False
         self._in_progress.add(key)
+        return True
+
+    def release(self, collection: str, book_key: str) -> None:
+        self._in_progress.discard((collection, book_key))
+
+    @contextmanager
+    def claimed(self, collection: str, book_key: str, busy: AlexandriaError) -> Iterator[None]:
+        """The book's claim (`claim`) held through the block; `busy` is raised when another holds it."""
+        if not self.claim(collection, book_key):
+            raise busy
         try:
             yield
         finally:
-            self._in_progress.discard(key)
+            self.release(collection, book_key)
 
     async def _embed(self, texts: Sequence[str], stage: str, report: Report) -> tuple[np.ndarray, int]:
         """Vectors of `texts` in slices, reporting progress after each slice."""

@@ -40,7 +40,7 @@ from services.ingest.highlights import HighlightPlan, HighlightSync
 from services.ingest.pipeline import BookIngestor, BookToIngest
 from services.ingest.progress import Report
 from services.ingest.sources import listed_book
-from services.ingest.writer import BookWriter, RemovedBook
+from services.ingest.writer import BookWriter, HeldBooks, RemovedBook
 
 NO_FILE = "none of its files is on disk"
 
@@ -241,9 +241,10 @@ class LibrarySync:
                 # Refuses a collection of another model before any work, and gives a collection made before
                 # file versions were recorded the payload indexes that planning reads.
                 await asyncio.to_thread(writer.ensure_collection, model.dimension, model.name)
-            held = await asyncio.to_thread(writer.held_file_versions)
+            held = await asyncio.to_thread(writer.held_books)
             failures = state.failures()
-            plan = plan_sync(listed, held, failures, request.remove_deleted, request.retry_failed, model.name)
+            plan = plan_sync(listed, held.file_versions, failures, request.remove_deleted, request.retry_failed,
+                             model.name)
             report("plan", 1, 1, plan.counts())
             removing = {}
             for key in plan.remove:
@@ -255,9 +256,13 @@ class LibrarySync:
                 await self._plan_highlights(highlights, listed, outcome)
                 outcome.highlights_added += sum(len(book.highlights) for book in [*plan.add, *plan.change])
                 return outcome
-            await self._add_and_replace(request, plan, held, failures, state, writer, outcome, report)
+            await self._drop_older_versions(writer, held)
+            await self._add_and_replace(request, plan, held.file_versions, failures, state, writer, outcome, report)
             for n, key in enumerate(plan.remove):
-                outcome.removed.append(await asyncio.to_thread(writer.remove, key, removing[key], ""))
+                busy = FailedPrecondition(f"'{removing[key]}' is being ingested into '{request.collection}' right "
+                                          "now; sync again once that ends to remove it.")
+                with self.ingestor.claimed(request.collection, key, busy):
+                    outcome.removed.append(await asyncio.to_thread(writer.remove, key, removing[key], ""))
                 report("remove", n + 1, len(plan.remove), f"removed {removing[key]}")
             highlights_plan = await self._plan_highlights(highlights, listed, outcome)
             await highlights.apply(highlights_plan)
@@ -265,6 +270,17 @@ class LibrarySync:
                                        f"{outcome.highlights_removed} removed")
         outcome.seconds = round(time.perf_counter() - started, 2)
         return outcome
+
+    async def _drop_older_versions(self, writer: BookWriter, held: HeldBooks) -> None:
+        """Leave each book held whole in more than one version with its newest (HeldBooks); one being ingested
+        right now is left to the next sync."""
+        for key, newest in held.held_twice.items():
+            if not self.ingestor.claim(writer.collection, key):
+                continue
+            try:
+                await asyncio.to_thread(writer.keep_only, newest)
+            finally:
+                self.ingestor.release(writer.collection, key)
 
     @staticmethod
     async def _plan_highlights(highlights: HighlightSync, listed: catalog_pb2.ListLibraryFilesResponse,

@@ -83,6 +83,18 @@ def _record(book: BookRecord, chunk: Chunk | ParentChunk, level: f.Level, siblin
 
 
 @dataclass(frozen=True)
+class HeldBooks:
+    """What a collection holds whole: each book's file version (None for a book ingested before file versions were
+    kept) and, for a book held whole in more than one version, the record of its newest written. Only a write
+    stopped between making a new version visible and dropping the old (`BookWriter.write`) leaves two, each found
+    by searches; no later write of the book comes while its file stays as it is, so the sync drops the older
+    (`BookWriter.keep_only`)."""
+
+    file_versions: dict[str, FileVersion | None]
+    held_twice: dict[str, BookRecord]
+
+
+@dataclass(frozen=True)
 class RemovedBook:
     book_key: str
     title: str
@@ -151,33 +163,35 @@ class BookWriter:
         book = BookRecord.from_payload(records[0].payload)
         return book.book_key, book.title, book.author
 
-    def held_file_versions(self) -> dict[str, FileVersion | None]:
-        """Book key -> the file version of each book the collection holds whole (none when it does not exist
-        yet; None for a book ingested before file versions were kept)."""
+    def held_books(self) -> HeldBooks:
+        """The books the collection holds whole (none when it does not exist yet); reads only."""
         if self.store.collection_info(self.collection) is None:
-            return {}
-        held: dict[str, FileVersion | None] = {}
+            return HeldBooks({}, {})
+        file_versions: dict[str, FileVersion | None] = {}
+        held_twice: dict[str, BookRecord] = {}
         for key, versions in complete_file_versions(self.store, self.collection).items():
-            held[key] = self._keep_newest(key, versions) if len(versions) > 1 else next(iter(versions), None)
-        return held
+            newest = self._newest_written(key, versions) if len(versions) > 1 else None
+            if newest is not None:
+                held_twice[key] = newest
+            file_versions[key] = newest.file_version if newest else next(iter(versions), None)
+        return HeldBooks(file_versions, held_twice)
 
-    def _keep_newest(self, book_key: str, versions: list[FileVersion]) -> FileVersion | None:
-        """Drop every version of a book held whole but the newest written, and return its file's version: a write
-        stopped between making the new version visible and dropping the old (`write`) leaves both, each found by
-        searches, and no later write of the book comes while the file stays as it is. The sync reads this first."""
+    def _newest_written(self, book_key: str, versions: list[FileVersion]) -> BookRecord | None:
+        """The record of the newest written of a book's versions held whole (none if all went meanwhile)."""
         written = []
         for version in versions:
             where = complete(**{f.BOOK_KEY: book_key, f.SOURCE: version.to_stored(book_key)})
-            written += [BookRecord.from_payload(record.payload) for record in self.store.scroll(self.collection,
-                                                                                                 where, limit=1)]
-        if not written:
-            return None
-        newest = max(written, key=lambda book: book.version)
-        dropped = self.store.delete(self.collection, Filter(must={f.BOOK_KEY: book_key},
-                                                            must_not={f.VERSION: newest.version}))
-        log.warning("'%s' was held in %d versions in '%s' (a write stopped midway): the older ones' %d points dropped",
-                    newest.title, len(written), self.collection, dropped)
-        return newest.file_version
+            written += [BookRecord.from_payload(r.payload) for r in self.store.scroll(self.collection, where, limit=1)]
+        return max(written, key=lambda book: book.version, default=None)
+
+    def keep_only(self, book: BookRecord) -> int:
+        """Drop every version of `book` but its own; how many points went. Under the book's claim: an ingest's
+        batches written and not yet visible are another version too."""
+        dropped = self.store.delete(self.collection, Filter(must={f.BOOK_KEY: book.book_key},
+                                                            must_not={f.VERSION: book.version}))
+        log.warning("'%s' was held whole in more than one version in '%s' (a write stopped midway): the older "
+                    "versions' %d points dropped", book.title, self.collection, dropped)
+        return dropped
 
     def remove(self, book_key: str, title: str, author: str) -> RemovedBook:
         removed = self.store.delete(self.collection, self._book(book_key))

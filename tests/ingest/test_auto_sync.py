@@ -3,6 +3,9 @@ collection, and records where the library stood when it began (fakes stand in fo
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -25,8 +28,11 @@ class _Sync:
     def __init__(self) -> None:
         self.runs = 0
         self.busy = False
+        self.failure: Exception | None = None
 
     async def run(self, request: object, report: object) -> str:
+        if self.failure is not None:
+            raise self.failure
         if self.busy:
             raise FailedPrecondition("A reindex of collection 'alexandria' is already running; wait for it to finish.")
         self.runs += 1
@@ -82,3 +88,28 @@ async def test_a_manual_sync_or_a_reindex_wins_and_the_automatic_one_waits(
     clock[0] += RETRY_S
     await watcher.check()
     assert not watcher.pending and sync.runs == 1 and watcher.waiting_reason == ""
+
+
+async def test_an_unexpected_failure_is_said_in_the_status_and_the_watching_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("services.ingest.auto_sync.RETRY_S", 0.0)
+    sync = _Sync()
+    sync.failure = OSError("No space left on device")
+    watcher = _watcher(tmp_path, _Catalog(), sync, quiet_s=0)
+    watching = asyncio.create_task(watcher.run())
+    try:
+        await _until(lambda: "No space left on device" in watcher.waiting_reason)
+        assert watcher.waiting_reason.startswith("the last automatic sync failed") and not watcher.running
+        sync.failure = None
+        await _until(lambda: sync.runs == 1)
+        assert not watcher.pending and watcher.waiting_reason == ""
+    finally:
+        watching.cancel()
+
+
+async def _until(condition: Callable[[], bool], timeout_s: float = 10) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "the watcher never got there"
+        await asyncio.sleep(0.01)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import threading
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,11 +17,13 @@ import pytest_asyncio
 from google.protobuf.message import Message
 from query.fakes import embedded_store
 
+from alexandria.book_identity import FileVersion
 from alexandria.clients import ServiceClient, wait_until_serving
 from alexandria.errors import FailedPrecondition, NotFound
 from alexandria.progress import follow
 from alexandria.settings import ClientSettings, IngestSettings, StoreSettings
-from alexandria.store import Store
+from alexandria.store import Store, StoredPoint
+from alexandria.store import schema as f
 from alexandria.store.embedded import EmbeddedStore
 from alexandria.v1 import catalog_pb2, common_pb2, ingest_pb2, ingest_pb2_grpc
 from ingest.fakes import FakeCatalog, FakeEmbedder
@@ -60,7 +63,7 @@ class IngestService:
 
     def held(self) -> list[str]:
         """The keys of the books the collection holds whole."""
-        return list(BookWriter(self.store, COLLECTION).held_file_versions())
+        return list(BookWriter(self.store, COLLECTION).held_books().file_versions)
 
 
 @pytest_asyncio.fixture
@@ -233,6 +236,29 @@ async def test_a_sync_reads_the_listed_files_and_skips_a_book_that_failed_with_t
     assert [b.title for b in again.plan.no_file] == ["Lost"] and again.plan.unchanged == 1
     assert "0 added, 0 replaced, 0 removed, 0 failed, 1 skipped, 1 unchanged, 1 with no file on disk" in again.summary
     assert "ResolveBookFile" not in service.catalog.calls, "the sync reads the files the catalog listed"
+
+
+async def test_a_sync_leaves_a_book_held_whole_twice_by_a_stopped_write_with_its_newest_and_a_dry_run_leaves_both(
+        service: IngestService) -> None:
+    keeper = listed(1, "The Keeper", service.book_file("keeper.txt"))
+    service.catalog.library = catalog_pb2.ListLibraryFilesResponse(books=[keeper])
+    await service.run("SyncLibrary", ingest_pb2.SyncLibraryRequest(options=options()))
+    written = service.store.scroll(COLLECTION, None, limit=10_000, with_vectors=True)
+    # An older version of the same book, still whole: the write that made the new one visible stopped before it
+    # dropped this one.
+    older_source = FileVersion.parse("TXT:1:10:oldhash").to_stored(keeper.uuid)
+    service.store.upsert(COLLECTION, [
+        StoredPoint(str(uuid.uuid5(uuid.NAMESPACE_URL, record.id)), record.dense, None,
+                    {**record.payload, f.VERSION: record.payload[f.VERSION] - 1, f.SOURCE: older_source},
+                    record.windows)
+        for record in written])
+    assert service.store.count(COLLECTION) == 2 * len(written)
+
+    dry = await service.run("SyncLibrary", ingest_pb2.SyncLibraryRequest(options=options(), dry_run=True))
+    assert dry.plan.unchanged == 1 and service.store.count(COLLECTION) == 2 * len(written), "a dry run changes nothing"
+    synced = await service.run("SyncLibrary", ingest_pb2.SyncLibraryRequest(options=options()))
+    assert synced.plan.unchanged == 1 and synced.added == 0
+    assert sorted(r.id for r in service.store.scroll(COLLECTION, None, limit=10_000)) == sorted(r.id for r in written)
 
 
 async def test_a_book_written_while_the_store_holds_its_collection_says_it_waits_until_written(

@@ -60,7 +60,7 @@ def test_while_two_versions_are_visible_a_search_keeps_the_newest_of_each_book()
 
 def test_the_sync_reads_and_removes_books_through_the_writer(store: Store) -> None:
     writer = BookWriter(store, "books")
-    assert writer.held_file_versions() == {}  # no collection yet
+    assert writer.held_books().file_versions == {}  # no collection yet
     writer.refuse_if_ingested(KEY, "Emma")
     with pytest.raises(NotFound, match="'books' does not exist"):
         writer.find_book_key(Filter(must={f.BOOK_KEY: KEY}), KEY)
@@ -71,7 +71,7 @@ def test_the_sync_reads_and_removes_books_through_the_writer(store: Store) -> No
         writer.ensure_collection(DIMENSION, "other")
     writer.write(KEY, 1, version_points(1, ["one", "two"]))
 
-    assert writer.held_file_versions() == {KEY: FileVersion.parse("EPUB:1:1:hash1")}
+    assert writer.held_books().file_versions == {KEY: FileVersion.parse("EPUB:1:1:hash1")}
     with pytest.raises(AlreadyExists, match="'Emma' is in collection 'books'"):
         writer.refuse_if_ingested(KEY, "Emma")
     assert writer.find_book_key(Filter(must={f.BOOK_KEY: KEY}), KEY) == (KEY, "Emma", "Jane Austen")
@@ -79,7 +79,7 @@ def test_the_sync_reads_and_removes_books_through_the_writer(store: Store) -> No
         writer.find_book_key(Filter(must={f.BOOK_KEY: "uuid-other"}), "uuid-other")
 
     assert writer.remove(KEY, "Emma", "Jane Austen").points == 2
-    assert writer.held_file_versions() == {}
+    assert writer.held_books().file_versions == {}
     writer.refuse_if_ingested(KEY, "Emma")
 
 
@@ -131,7 +131,7 @@ def test_a_reindex_swap_amid_a_write_leaves_no_part_of_the_book_in_the_new_colle
     assert store.count("books") == 0, "the name now stands for the rebuilt collection, which has no part of the book"
 
 
-def test_a_book_left_in_two_versions_by_a_write_stopped_midway_keeps_its_newest_when_the_sync_reads_it(
+def test_a_book_left_in_two_versions_by_a_write_stopped_midway_is_read_as_its_newest_and_kept_so(
     store: Store,
 ) -> None:
     writer = BookWriter(store, "books")
@@ -142,7 +142,11 @@ def test_a_book_left_in_two_versions_by_a_write_stopped_midway_keeps_its_newest_
     store.set_payload("books", Filter(must={f.BOOK_KEY: KEY, f.VERSION: 2}), {f.COMPLETE: True})
     assert store.count("books", complete()) == 5
 
-    assert writer.held_file_versions() == {KEY: FileVersion.parse("EPUB:2:1:hash2")}
+    held = writer.held_books()
+    assert held.file_versions == {KEY: FileVersion.parse("EPUB:2:1:hash2")}
+    assert [(key, book.version) for key, book in held.held_twice.items()] == [(KEY, 2)]
+    assert store.count("books", complete()) == 5, "reading drops nothing (a dry run reads it too)"
+    assert writer.keep_only(held.held_twice[KEY]) == 3
     left = store.scroll("books", None, limit=10)
     assert sorted(ChunkRecord.from_payload(r.payload).text for r in left) == ["new one", "new two"]
-    assert writer.held_file_versions() == {KEY: FileVersion.parse("EPUB:2:1:hash2")}
+    assert writer.held_books().held_twice == {}
