@@ -22,6 +22,7 @@ from alexandria.store.model import (
     Store,
     StoredPoint,
     call_store,
+    finish_before_cancel,
 )
 
 __all__ = [
@@ -37,5 +38,6 @@ __all__ = [
     "StoredPoint",
     "call_store",
     "collection_not_found",
+    "finish_before_cancel",
     "open_store",
 ]

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, Protocol, TypeVar
 
@@ -13,6 +14,8 @@ import numpy as np
 from alexandria.errors import InvalidArgument
 from alexandria.settings import StoreSettings, VectorQuantization
 from alexandria.store import schema
+
+log = logging.getLogger(__name__)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -285,3 +288,21 @@ async def call_store(store: Store, method: Callable[P, R], *args: P.args, **kwar
     if store.holds_gil:
         return method(*args, **kwargs)
     return await asyncio.to_thread(method, *args, **kwargs)
+
+
+async def finish_before_cancel(work: Awaitable[R]) -> R:
+    """Await `work` (a blocking write in a thread) to its end: a caller cancelled meanwhile (its client went away)
+    waits for it before the cancellation goes on. A thread cannot be stopped, and what the caller holds around the
+    write (a book's claim, a collection's sync lock) must stay held until the write is over."""
+    task = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        while not task.done():
+            try:
+                await asyncio.wait({task})
+            except asyncio.CancelledError:
+                continue
+        if not task.cancelled() and task.exception() is not None:
+            log.error("a write whose caller was cancelled failed", exc_info=task.exception())
+        raise

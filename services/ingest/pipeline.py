@@ -34,7 +34,7 @@ from alexandria.clients import EmbedderClient
 from alexandria.errors import AlexandriaError, AlreadyExists, InvalidArgument
 from alexandria.languages import language_code
 from alexandria.progress import progress_bar
-from alexandria.store import Store
+from alexandria.store import Store, finish_before_cancel
 from alexandria.store.records import BookRecord
 from alexandria.v1 import catalog_pb2
 from services.ingest.chunking import chunk_book, compare_thresholds, sample_chunks, validate_params
@@ -314,10 +314,16 @@ async def written_reporting_waits(writing: Awaitable[int], points: int, report: 
     report("write", 0, points, f"writing {points:,} points")
     task = asyncio.ensure_future(writing)
     started = time.monotonic()
-    while not (await asyncio.wait({task}, timeout=WAITING_NOTE_S))[0]:
-        report("write", 0, points, f"writing {points:,} points: still waiting for the store after "
-                                   f"{time.monotonic() - started:.0f} s (it may be merging the collection's segments)")
-    task.result()
+
+    async def noting_waits() -> int:
+        while not (await asyncio.wait({task}, timeout=WAITING_NOTE_S))[0]:
+            report("write", 0, points, f"writing {points:,} points: still waiting for the store after "
+                                       f"{time.monotonic() - started:.0f} s (it may be merging the collection's "
+                                       "segments)")
+        return task.result()
+
+    # Cancelled (the client went away), the ingest still holds the book's claim until its write is over.
+    await finish_before_cancel(noting_waits())
 
 
 def above_floor(cosines: np.ndarray, floor: float) -> np.ndarray:

@@ -22,7 +22,7 @@ from alexandria.errors import FailedPrecondition, InvalidArgument
 from alexandria.grpc_server import ServiceServer, build_server
 from alexandria.progress import progress_bar
 from alexandria.settings import IngestSettings
-from alexandria.store import Filter, Store, open_store
+from alexandria.store import Filter, Store, finish_before_cancel, open_store
 from alexandria.store import schema as f
 from alexandria.store.model import check_collection_name
 from alexandria.v1 import catalog_pb2_grpc, common_pb2, ingest_pb2, ingest_pb2_grpc
@@ -332,7 +332,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         busy = FailedPrecondition(f"'{title}' is being ingested into '{collection}' right now; remove it once that "
                                   "ends.")
         with self.ingestor.claimed(collection, key, busy):
-            removed = await asyncio.to_thread(writer.remove, key, title, author)
+            removed = await finish_before_cancel(asyncio.to_thread(writer.remove, key, title, author))
         return ingest_pb2.RemoveBookResponse(success=True, title=removed.title, author=removed.author,
                                              book_key=removed.book_key, chunks_removed=removed.points,
                                              collection=collection)

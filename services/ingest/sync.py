@@ -30,7 +30,7 @@ from alexandria.book_identity import FileStamp, FileVersion, is_local_book_key
 from alexandria.clients import ServiceClient
 from alexandria.errors import FailedPrecondition
 from alexandria.model_languages import coverage_note
-from alexandria.store import Filter
+from alexandria.store import Filter, finish_before_cancel
 from alexandria.store import schema as f
 from alexandria.v1 import catalog_pb2
 from alexandria.v1.catalog_pb2 import LibraryFile
@@ -262,7 +262,8 @@ class LibrarySync:
                 busy = FailedPrecondition(f"'{removing[key]}' is being ingested into '{request.collection}' right "
                                           "now; sync again once that ends to remove it.")
                 with self.ingestor.claimed(request.collection, key, busy):
-                    outcome.removed.append(await asyncio.to_thread(writer.remove, key, removing[key], ""))
+                    removed = await finish_before_cancel(asyncio.to_thread(writer.remove, key, removing[key], ""))
+                    outcome.removed.append(removed)
                 report("remove", n + 1, len(plan.remove), f"removed {removing[key]}")
             highlights_plan = await self._plan_highlights(highlights, listed, outcome)
             await highlights.apply(highlights_plan)
@@ -278,7 +279,7 @@ class LibrarySync:
             if not self.ingestor.claim(writer.collection, key):
                 continue
             try:
-                await asyncio.to_thread(writer.keep_only, newest)
+                await finish_before_cancel(asyncio.to_thread(writer.keep_only, newest))
             finally:
                 self.ingestor.release(writer.collection, key)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -190,6 +191,39 @@ async def test_a_book_being_written_is_not_removed_until_its_ingest_ends(
     written = service.store.count(COLLECTION)
     removed = await service.client.call("RemoveBook", removal)
     assert removed.chunks_removed == written > ingested.chunks and service.held() == []
+
+
+async def test_an_ingest_cancelled_while_it_writes_holds_the_book_until_its_write_is_over(
+        service: IngestService, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = service.book_file("keeper.txt")
+    writing, release = threading.Event(), threading.Event()
+    upsert = service.store.store.upsert
+
+    def held_after_the_first_batch(collection: str, points: list) -> None:
+        upsert(collection, points)
+        writing.set()
+        assert release.wait(START_TIMEOUT_S)
+
+    monkeypatch.setattr(service.store.store, "upsert", held_after_the_first_batch)
+    ingesting = asyncio.create_task(service.run("IngestFile", ingest_pb2.IngestFileRequest(
+        file_path=str(path), title="The Keeper", author="A. Keeper", options=options())))
+    assert await asyncio.to_thread(writing.wait, START_TIMEOUT_S)
+    ingesting.cancel()  # the client goes away: the service cancels the ingest's task
+    with pytest.raises(asyncio.CancelledError):
+        await ingesting
+    await asyncio.sleep(0.5)  # for the cancellation to reach the service
+    removal = ingest_pb2.RemoveBookRequest(collection=COLLECTION, file_path=str(path))
+    try:
+        with pytest.raises(FailedPrecondition, match="'The Keeper' is being ingested into 'books' right now"):
+            await service.client.call("RemoveBook", removal)
+    finally:
+        release.set()
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not service.held():  # the write, begun, ends whole
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+    written = service.store.count(COLLECTION)
+    assert (await service.client.call("RemoveBook", removal)).chunks_removed == written and service.held() == []
 
 
 async def test_a_sync_plans_from_the_catalogs_list_says_when_it_is_stale_and_names_books_without_a_file(
