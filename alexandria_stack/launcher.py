@@ -10,6 +10,7 @@ the launcher alone, which then stops them in order: gateway, services, embedder.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import multiprocessing
@@ -29,6 +30,7 @@ import httpx
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from alexandria.errors import AlexandriaError
+from alexandria.lifetime import end_with_parent
 from alexandria.settings import (
     REPO_ROOT,
     ClientSettings,
@@ -228,6 +230,9 @@ class Stack:
             stdin=None if child.stdio else asyncio.subprocess.DEVNULL,
             stdout=None if child.stdio else sys.stderr.fileno(),
             start_new_session=True,
+            # SIGTERM, as `stop` sends: a launcher killed, or whose terminal closed, leaves no child holding the
+            # gateway's port or the store's lock.
+            preexec_fn=functools.partial(end_with_parent, signal.SIGTERM, os.getpid()),
         )
         log.info("started %s (pid %d)", child.name, child.process.pid)
 
@@ -338,12 +343,13 @@ def mcp_config_snippet(layout: StackLayout, gateway_url: str) -> str:
 async def run_stack(stack: Stack) -> int:
     """Start, announce, wait, stop. The announcement goes to stdout only for the HTTP transport.
 
-    Ctrl-C or SIGTERM at any moment, during start-up too, stops every child started so far; a failed
-    start stops them too and returns 1, saying why in the log.
+    Ctrl-C, SIGTERM or SIGHUP at any moment, during start-up too, stops every child started so far (and the
+    children end with the launcher if it is killed); a failed start stops them too and returns 1, saying why in
+    the log.
     """
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal closed
         loop.add_signal_handler(sig, stop.set)
     starting = asyncio.ensure_future(stack.start())
     interrupted = asyncio.ensure_future(stop.wait())
@@ -372,6 +378,8 @@ async def run_stack(stack: Stack) -> int:
             f"Press Ctrl-C to stop.",
             flush=True,
         )
-    code = await stack.wait(stop)
-    await stack.stop()
+    try:
+        code = await stack.wait(stop)
+    finally:  # a child that cannot be started again included
+        await stack.stop()
     return code

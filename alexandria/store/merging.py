@@ -25,7 +25,6 @@ build, for one merged segment.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import logging
 import os
@@ -37,6 +36,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
+from alexandria.lifetime import end_with_parent
 from alexandria.logs import configure_logging
 from alexandria.store.common import disk_usage, write_json_atomically
 from alexandria.store.model import DENSE, WINDOWS
@@ -51,7 +51,6 @@ _SEGMENTS = "segments"
 _SIZED_VECTORS = (DENSE, WINDOWS)
 # The child runs beside the queries on the same cores: it yields to them.
 _CHILD_NICENESS = 10
-_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 @dataclass(frozen=True)
@@ -143,8 +142,9 @@ def forget_unless_swapped(work: Path) -> None:
 
 def child_command(work: Path, merged_kb: int, indexing_threshold_kb: int, search_threads: int) -> list[str]:
     """The command of the child process that merges the staged shard in `work` into one segment, indexed as the
-    owner's segments are."""
-    return [sys.executable, "-m", __name__, str(work), str(merged_kb), str(indexing_threshold_kb), str(search_threads)]
+    owner's segments are; the child ends with this process."""
+    return [sys.executable, "-m", __name__, str(work), str(merged_kb), str(indexing_threshold_kb), str(search_threads),
+            str(os.getpid())]
 
 
 def main(argv: list[str]) -> None:
@@ -153,8 +153,9 @@ def main(argv: list[str]) -> None:
 
     from alexandria.store.embedded import load_config
 
-    work, merged_kb, indexing_threshold_kb, search_threads = Path(argv[0]), *map(int, argv[1:4])
-    _die_with_parent()
+    work, (merged_kb, indexing_threshold_kb, search_threads, parent_pid) = Path(argv[0]), map(int, argv[1:5])
+    # An orphan would go on merging into the work folder that the store's next owner clears and stages again.
+    end_with_parent(signal.SIGKILL, parent_pid)
     os.nice(_CHILD_NICENESS)
     # One segment wanted, and room for all the staged ones in it: the owner chose them to fit.
     optimizers = edge.EdgeOptimizersConfig(indexing_threshold=indexing_threshold_kb, default_segment_number=1,
@@ -164,17 +165,6 @@ def main(argv: list[str]) -> None:
     shard.optimize()
     shard.close()
     log.info("merged %s in %.0f s", work, time.perf_counter() - started)
-
-
-def _die_with_parent() -> None:
-    """Be killed when the process that started this one dies, however it dies: an orphan would go on merging into
-    the work folder that the store's next owner clears and stages again."""
-    if sys.platform == "linux":
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-        if os.getppid() == 1:  # the parent died before the call above
-            sys.exit(1)
 
 
 if __name__ == "__main__":

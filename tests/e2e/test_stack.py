@@ -7,6 +7,7 @@ import asyncio
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -91,6 +92,35 @@ async def test_ctrl_c_stops_every_process_and_keeps_the_store(tmp_path: Path, in
         assert after["qdrant"]["points_count"] == before["qdrant"]["points_count"] > 0
     finally:
         assert second.stop(signal.SIGTERM) == 0
+
+
+def test_a_closed_terminal_stops_the_stack_and_a_killed_launcher_leaves_no_process_behind(
+    tmp_path: Path, inbox: Path
+) -> None:
+    first = start_stack(tmp_path / "var", SHARED_LIBRARY, inbox)
+    children = list(first.children())
+    assert first.stop(signal.SIGHUP) == 0
+    assert len(children) == 3
+    assert not [pid for pid in children if Path(f"/proc/{pid}").exists()], "a process was left behind"
+
+    second = start_stack(tmp_path / "var", SHARED_LIBRARY, inbox)
+    children = list(second.children())
+    second.process.kill()
+    second.process.wait(10)
+    deadline = time.monotonic() + 60
+    while left := [pid for pid in children if _running(pid)]:
+        assert time.monotonic() < deadline, f"left behind: {left}"
+        time.sleep(0.1)
+    third = start_stack(tmp_path / "var", SHARED_LIBRARY, inbox)  # the port and the store are free again
+    assert third.stop(signal.SIGTERM) == 0
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` runs, a zombie (exited, not yet reaped by its new parent) counting as gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 async def test_a_service_that_keeps_crashing_stops_the_stack_with_the_reason(tmp_path: Path, inbox: Path) -> None:
