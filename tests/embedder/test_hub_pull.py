@@ -63,7 +63,7 @@ def test_a_pull_installs_the_model_whole_with_its_revision_and_checksums(local_h
     assert manifest.revision == local_hub.commit(MODEL).sha and manifest.requested == "main"
     assert manifest.files[WEIGHTS].sha256 == local_hub.file(MODEL, WEIGHTS).sha256
     assert seen[-1][0] == seen[-1][1] == manifest.size  # the progress reached the whole
-    assert not (tmp_path / "sentence-transformers--all-MiniLM-L6-v2.download").exists()
+    assert not list(tmp_path.glob("sentence-transformers--all-MiniLM-L6-v2.download*"))
     # The embedder finds it by name, with what it needs read from the folder itself.
     assert resolve_model_source(MODEL, models_dir=tmp_path).name == MODEL
     facts = read_facts(folder)
@@ -102,7 +102,8 @@ def test_a_cut_connection_resumes_within_the_pull_and_after_it(local_hub: LocalH
         local_hub.cut_once(MODEL, WEIGHTS, 3_000_000)
     with pytest.raises(Unavailable, match="run `alexandria models pull .*` again to resume"):
         pull(MODEL, tmp_path / "after", online(local_hub))
-    part = tmp_path / "after" / "sentence-transformers--all-MiniLM-L6-v2.download" / f"{WEIGHTS}.part"
+    (staging,) = (tmp_path / "after").glob("sentence-transformers--all-MiniLM-L6-v2.download-*")
+    part = staging / f"{WEIGHTS}.part"
     kept = part.stat().st_size
     assert kept >= 3_000_000 and not hub_folder(tmp_path / "after", MODEL).exists()
     local_hub.clear_log()
@@ -135,6 +136,26 @@ def test_a_fetched_folder_whose_files_changed_is_refused(local_hub: LocalHub, tm
     (folder / "tokenizer.json").unlink()
     with pytest.raises(FailedPrecondition, match="tokenizer.json is missing"):
         verify_installed(folder, MODEL)
+    assert pull(MODEL, tmp_path, online(local_hub)) == (folder, True), "the pull the message asks for mends it"
+    verify_installed(folder, MODEL)
+
+
+def test_a_pull_stopped_midway_leaves_nothing_to_a_pull_of_another_revision(
+    local_hub: LocalHub, minilm: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hub, "RETRY_WAIT_S", 0.0)
+    for _ in range(hub.FILE_ATTEMPTS):  # the weights never come: the files checked before them stay in staging
+        local_hub.cut_once(MODEL, WEIGHTS, 3_000_000)
+    with pytest.raises(Unavailable):
+        pull(MODEL, tmp_path, online(local_hub))
+    # The branch moves on before the pull is run again: the files the first checked are of the old commit.
+    local_hub.add_model(MODEL, {**{p.name: p.read_bytes() for p in minilm.iterdir() if p.is_file()},
+                                "README.md": b"# a newer revision\n"})
+    folder, fetched = pull(MODEL, tmp_path, online(local_hub))
+    assert fetched and (folder / "README.md").read_bytes() == b"# a newer revision\n"
+    assert Manifest.read(folder).revision == local_hub.commit(MODEL).sha  # type: ignore[union-attr]
+    verify_installed(folder, MODEL)
+    assert not list(tmp_path.glob("*.download*")), "the old commit's staging is gone"
 
 
 def test_offline_nothing_touches_the_network_and_the_message_says_why(local_hub: LocalHub, tmp_path: Path) -> None:
