@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from alexandria.errors import AlexandriaError, FailedPrecondition, InvalidArgument, NotFound
 from ingest.helpers import make_books_module
+from services.ingest.extract import epub as epub_reader
 from services.ingest.extract import extract_book
 
 
@@ -72,3 +74,34 @@ def test_text_formats_refuse_archives_and_blank_files(
     )
     with pytest.raises(InvalidArgument, match="no text"):
         extract_book(blank)
+
+
+def _with_members(source: Path, target: Path, changed: dict[str, bytes]) -> Path:
+    """A copy of the EPUB `source` with some members' contents changed."""
+    with zipfile.ZipFile(source) as original, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as copy:
+        for member in original.infolist():
+            copy.writestr(member, changed.get(member.filename, original.read(member.filename)))
+    return target
+
+
+def test_an_epub_unpacking_past_what_any_book_needs_is_refused_before_it_is_read(
+    fixture_books: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = fixture_books["fragments.epub"]
+    with zipfile.ZipFile(source) as archive:
+        unpacked = sum(member.file_size for member in archive.infolist())
+    monkeypatch.setattr(epub_reader, "MAX_UNPACKED_BYTES", unpacked - 1)
+    with pytest.raises(InvalidArgument, match="fragments.epub unpacks to 0.0 GB, more than any book needs"):
+        extract_book(source)
+    monkeypatch.setattr(epub_reader, "MAX_UNPACKED_BYTES", unpacked)
+    assert extract_book(source).chapters
+
+
+def test_a_document_the_spine_names_many_times_is_read_once(fixture_books: dict[str, Path], tmp_path: Path) -> None:
+    source = fixture_books["fragments.epub"]
+    with zipfile.ZipFile(source) as archive:
+        opf = archive.read("OEBPS/content.opf").decode()
+    repeated = opf.replace('<itemref idref="a_part"/>', '<itemref idref="a_part"/>' * 200)
+    crafted = _with_members(source, tmp_path / "repeated.epub", {"OEBPS/content.opf": repeated.encode()})
+    once, many = extract_book(source), extract_book(crafted)
+    assert [c.text for c in many.chapters] == [c.text for c in once.chapters]

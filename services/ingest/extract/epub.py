@@ -45,6 +45,8 @@ _ENCRYPTION = "META-INF/encryption.xml"
 _FONT_SUFFIXES = (".ttf", ".otf", ".woff", ".woff2")
 # Errors of a damaged archive or package as zipfile, zlib, lxml and ebooklib raise them
 # (ebooklib meets a missing element of the OPF with AttributeError or IndexError).
+# The largest illustrated EPUBs unpack to a few hundred MB; their images are compressed already.
+MAX_UNPACKED_BYTES = 1_000_000_000
 _DAMAGED = (
     zipfile.BadZipFile,
     zlib.error,
@@ -93,12 +95,29 @@ def _refuse_drm(archive: zipfile.ZipFile, name: str) -> None:
         )
 
 
+def _refuse_bomb(archive: zipfile.ZipFile, name: str) -> None:
+    """Refuse an archive whose members unpack to more than MAX_UNPACKED_BYTES (the reader holds them all in memory).
+    The sizes are what the archive declares; a member that unpacks to more than it declares fails its CRC check
+    (`testzip`, which reads in small blocks)."""
+    unpacked = sum(member.file_size for member in archive.infolist())
+    if unpacked > MAX_UNPACKED_BYTES:
+        raise InvalidArgument(
+            f"{name} unpacks to {unpacked / 1e9:.1f} GB, more than any book needs (at most "
+            f"{MAX_UNPACKED_BYTES / 1e9:.0f} GB are read): it is not an ordinary EPUB. Convert it again with "
+            "calibre, or leave it out."
+        )
+
+
 def _read_flow(book: epub.EpubBook, opf_dir: str) -> _Flow:
     flow = _Flow([], {}, {})
+    read: set[str] = set()
     for idref, _linear in book.spine:
         item = book.get_item_with_id(idref)
-        if item is None or item.get_type() != ebooklib.ITEM_DOCUMENT:
+        # A document the spine names twice is read once: a crafted spine naming one a million times would
+        # otherwise make gigabytes of text of a small file.
+        if item is None or item.get_type() != ebooklib.ITEM_DOCUMENT or idref in read:
             continue
+        read.add(idref)
         path = posixpath.normpath(posixpath.join(opf_dir, item.file_name))
         document = parse_html(item.get_content())
         offset = len(flow.blocks)
@@ -193,6 +212,7 @@ def read_epub(path: Path) -> ExtractedBook:
     name = path.name
     try:
         with zipfile.ZipFile(path) as archive:
+            _refuse_bomb(archive, name)
             if (bad := archive.testzip()) is not None:
                 raise zipfile.BadZipFile(f"damaged member {bad}")
             _refuse_drm(archive, name)
