@@ -8,17 +8,17 @@ import os
 import sys
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
-# Loaded before any fork: a child between fork and exec must not take the dynamic loader's lock, which another
+# Looked up before any fork: a child between fork and exec must not take the dynamic loader's lock, which another
 # thread of the parent may have held at the fork.
-_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
 
 
 def end_with_parent(signal_number: int, parent_pid: int) -> None:
     """Have `signal_number` sent to this process when its parent (`parent_pid`) dies; exit at once if it has died
     already (the process is then an orphan). Run in the child: first thing in its main, or between fork and exec."""
-    if _LIBC is None:
+    if _PRCTL is None:
         return
-    if _LIBC.prctl(_PR_SET_PDEATHSIG, signal_number) != 0:
+    if _PRCTL(_PR_SET_PDEATHSIG, signal_number) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
     if os.getppid() != parent_pid:
         os._exit(1)

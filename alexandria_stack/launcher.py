@@ -350,7 +350,8 @@ async def run_stack(stack: Stack) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal closed
-        loop.add_signal_handler(sig, stop.set)
+        if signal.getsignal(sig) is not signal.SIG_IGN:  # `nohup alexandria up` asks to outlive its terminal
+            loop.add_signal_handler(sig, stop.set)
     starting = asyncio.ensure_future(stack.start())
     interrupted = asyncio.ensure_future(stop.wait())
     await asyncio.wait([starting, interrupted], return_when=asyncio.FIRST_COMPLETED)

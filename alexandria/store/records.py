@@ -227,6 +227,12 @@ def complete_books_by_language(store: Store, collection: str, books_held: int) -
     return books
 
 
+def book_file_versions(store: Store, collection: str, book_key: str) -> list[FileVersion]:
+    """The versions of the files the book's versions held whole were read from (complete_file_versions, one book)."""
+    return [FileVersion.parse_stored(str(value))[1]
+            for value in _complete_counts(store, collection, f.SOURCE, **{f.BOOK_KEY: book_key})]
+
+
 def complete_file_versions(store: Store, collection: str) -> dict[str, list[FileVersion]]:
     """Book key -> the versions of the files each book held whole was read from: one; none for a book ingested
     before file versions were kept; two where a write stopped between making the book's new version visible and

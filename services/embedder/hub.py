@@ -42,6 +42,10 @@ from alexandria.settings import HubSettings
 
 log = logging.getLogger(__name__)
 
+# What follows a model's folder name in the name of a pull's staging folder: `.download-<commit>`, or `.download`
+# alone as releases before this one named it. Nothing else: a hub name may hold dots (`org/m.download-x`).
+_STAGING = re.compile(r"\.download(-[0-9a-f]{40})?")
+
 MANIFEST = "alexandria-model.json"
 # An organisation or user, a slash, a repository: the hub's own rule for names.
 _HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
@@ -231,19 +235,19 @@ def pull(model_id: str, models_dir: Path, settings: HubSettings, revision: str =
     hub = Hub(settings)
     try:
         commit, listed = hub.commit(model_id, revision)
-        installed = Manifest.read(folder) if folder.is_dir() else None
-        if installed is not None and installed.revision == commit:
-            try:
+        try:
+            installed = Manifest.read(folder) if folder.is_dir() else None
+            if installed is not None and installed.revision == commit:
                 verify_installed(folder, model_id)
                 return folder, False
-            except FailedPrecondition as damaged:  # what its message asks for: this pull
-                log.warning("%s; fetching it again", damaged.message)
+        except FailedPrecondition as damaged:  # what its message asks for: this pull
+            log.warning("%s; fetching it again", damaged.message)
         files = wanted_files(listed)
         # One folder a commit: the files an interrupted pull checked are kept for the same commit alone, and a pull
         # of another (the branch moved on, another --revision) starts clean.
         staging = folder.with_name(f"{folder.name}.download-{commit}")
         for other in folder.parent.glob(f"{glob.escape(folder.name)}.download*"):
-            if other != staging:
+            if other != staging and _STAGING.fullmatch(other.name[len(folder.name):]):
                 shutil.rmtree(other, ignore_errors=True)
         total = sum(f.size for f in files)
         done = 0

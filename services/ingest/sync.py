@@ -275,11 +275,11 @@ class LibrarySync:
     async def _drop_older_versions(self, writer: BookWriter, held: HeldBooks) -> None:
         """Leave each book held whole in more than one version with its newest (HeldBooks); one being ingested
         right now is left to the next sync."""
-        for key, newest in held.held_twice.items():
+        for key in held.held_twice:
             if not self.ingestor.claim(writer.collection, key):
                 continue
             try:
-                await finish_before_cancel(asyncio.to_thread(writer.keep_only, newest))
+                await finish_before_cancel(asyncio.to_thread(writer.keep_newest, key))
             finally:
                 self.ingestor.release(writer.collection, key)
 

@@ -24,6 +24,7 @@ from alexandria.store.records import (
     BookRecord,
     ChunkRecord,
     CollectionModel,
+    book_file_versions,
     complete,
     complete_file_versions,
 )
@@ -88,7 +89,7 @@ class HeldBooks:
     kept) and, for a book held whole in more than one version, the record of its newest written. Only a write
     stopped between making a new version visible and dropping the old (`BookWriter.write`) leaves two, each found
     by searches; no later write of the book comes while its file stays as it is, so the sync drops the older
-    (`BookWriter.keep_only`)."""
+    (`BookWriter.keep_newest`)."""
 
     file_versions: dict[str, FileVersion | None]
     held_twice: dict[str, BookRecord]
@@ -184,13 +185,18 @@ class BookWriter:
             written += [BookRecord.from_payload(r.payload) for r in self.store.scroll(self.collection, where, limit=1)]
         return max(written, key=lambda book: book.version, default=None)
 
-    def keep_only(self, book: BookRecord) -> int:
-        """Drop every version of `book` but its own; how many points went. Under the book's claim: an ingest's
-        batches written and not yet visible are another version too."""
-        dropped = self.store.delete(self.collection, Filter(must={f.BOOK_KEY: book.book_key},
-                                                            must_not={f.VERSION: book.version}))
-        log.warning("'%s' was held whole in more than one version in '%s' (a write stopped midway): the older "
-                    "versions' %d points dropped", book.title, self.collection, dropped)
+    def keep_newest(self, book_key: str) -> int:
+        """Drop every version of the book but the newest held whole now (read again: an ingest may have written a
+        newer one since `held_books`); how many points went. Under the book's claim: an ingest's batches written and
+        not yet visible are another version too."""
+        newest = self._newest_written(book_key, book_file_versions(self.store, self.collection, book_key))
+        if newest is None:
+            return 0
+        dropped = self.store.delete(self.collection, Filter(must={f.BOOK_KEY: book_key},
+                                                            must_not={f.VERSION: newest.version}))
+        if dropped:
+            log.warning("'%s' was held whole in more than one version in '%s' (a write stopped midway): the older "
+                        "versions' %d points dropped", newest.title, self.collection, dropped)
         return dropped
 
     def remove(self, book_key: str, title: str, author: str) -> RemovedBook:

@@ -151,11 +151,13 @@ def test_a_pull_stopped_midway_leaves_nothing_to_a_pull_of_another_revision(
     # The branch moves on before the pull is run again: the files the first checked are of the old commit.
     local_hub.add_model(MODEL, {**{p.name: p.read_bytes() for p in minilm.iterdir() if p.is_file()},
                                 "README.md": b"# a newer revision\n"})
+    another_model = hub_folder(tmp_path, MODEL + ".download-x")  # a hub name may hold dots
+    another_model.mkdir()
     folder, fetched = pull(MODEL, tmp_path, online(local_hub))
     assert fetched and (folder / "README.md").read_bytes() == b"# a newer revision\n"
     assert Manifest.read(folder).revision == local_hub.commit(MODEL).sha  # type: ignore[union-attr]
     verify_installed(folder, MODEL)
-    assert not list(tmp_path.glob("*.download*")), "the old commit's staging is gone"
+    assert list(tmp_path.glob("*.download*")) == [another_model], "the old commit's staging is gone, nothing else"
 
 
 def test_offline_nothing_touches_the_network_and_the_message_says_why(local_hub: LocalHub, tmp_path: Path) -> None:
