@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from services.query.context import ELLIPSIS
+from services.query.context import ELLIPSIS, results_sharing_a_parent
 from services.query.outcome import ChapterContext, NeighbourChunk, Passage, SearchOutcome
 
 
@@ -125,7 +125,8 @@ def fit_to_budget(outcome: SearchOutcome, budget_chars: int, reserved_chars: int
     stats = outcome.hierarchy_stats
     if stats is not None:
         stats = dataclasses.replace(
-            stats, results=len(results), parents_fetched=len(parents), siblings_fetched=len(siblings)
+            stats, results=len(results), parents_fetched=len(parents), siblings_fetched=len(siblings),
+            results_sharing_a_parent=results_sharing_a_parent(parents),
         )
     return dataclasses.replace(
         outcome,

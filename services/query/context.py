@@ -138,13 +138,19 @@ def assemble_context(
     stats = HierarchyStats(
         results=len(outcome.results),
         parents_fetched=len(chapters),
-        results_sharing_a_parent=sum(len(c.result_indices) for c in chapters if len(c.result_indices) > 1),
+        results_sharing_a_parent=results_sharing_a_parent(chapters),
         siblings_fetched=len(neighbours),
     )
     notice = ""
-    flat = sum(1 for p in outcome.results if not p.parent_id)
+    # A highlight has no chapter by nature; a passage without one comes from a book ingested flat.
+    flat = sum(1 for p in outcome.results if not p.parent_id and p.kind != "highlight")
     if flat:
         notice = f"{flat} result(s) come from books ingested without chapters (flat): no chapter context for them."
     return dataclasses.replace(
         outcome, parents=tuple(chapters), siblings=tuple(neighbours), hierarchy_stats=stats, notice=notice
     )
+
+
+def results_sharing_a_parent(chapters: Sequence[ChapterContext]) -> int:
+    """How many results share their chapter window with another result."""
+    return sum(len(c.result_indices) for c in chapters if len(c.result_indices) > 1)

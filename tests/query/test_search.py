@@ -15,9 +15,9 @@ from alexandria.store import Filter
 from alexandria.store import schema as f
 from query.fakes import FakeEncoder, RecordingStore, embedded_store, name_of, point, unit
 from services.query.budget import fit_to_budget, json_size, truncate_text, water_level
-from services.query.context import chapter_window
+from services.query.context import chapter_window, results_sharing_a_parent
 from services.query.guardians import PromptLibrary
-from services.query.outcome import ContextMode, SearchMode, SearchOutcome
+from services.query.outcome import ContextMode, SearchIn, SearchMode, SearchOutcome
 from services.query.ranking import WINDOW_WEIGHT, calibrate, hinted_floor
 from services.query.search import Searcher, SearchQuery, passage_from_payload, search_filter
 from services.query.server import instruction_size, search_response
@@ -277,6 +277,17 @@ async def test_contextual_fetches_each_chapter_once_in_one_batch(store, encoder)
 
 
 @pytest.mark.asyncio
+async def test_a_highlight_in_contextual_mode_is_not_called_a_passage_of_a_flat_book(store, encoder) -> None:
+    store.upsert(COLLECTION, [point("hl", "Highlighted words about daughters.", unit(1, 0, 0, 0),
+                                    level=f.Level.HIGHLIGHT, parent_id=None)])
+    outcome = await _search(store, encoder, _query(context_mode=ContextMode.CONTEXTUAL, threshold=0.0,
+                                                   search_in=SearchIn.BOTH, limit=20))
+    kinds = {name_of(p.chunk_id): p.kind for p in outcome.results}
+    assert kinds["hl"] == "highlight" and kinds["flat"] == "passage"
+    assert "1 result(s) come from books ingested without chapters (flat)" in outcome.notice
+
+
+@pytest.mark.asyncio
 async def test_comprehensive_fetches_the_neighbours_in_one_scroll(store, encoder) -> None:
     outcome = await _search(store, encoder, _query(context_mode=ContextMode.COMPREHENSIVE))
     assert store.calls.count("retrieve") == 2 and store.calls.count("scroll") == 1  # the results', their chapters'
@@ -496,6 +507,11 @@ async def test_the_whole_response_stays_under_the_budget_and_says_so(tmp_path, e
     outcome = await _search(store, encoder, query, budget, reserved=instruction_size(library.compose("", "")))
     assert _rendered_size(outcome, library) <= budget
     assert outcome.trimmed and f"{budget:,}-character response budget" in outcome.notice
+    if outcome.hierarchy_stats is not None:  # the counts are of what the response holds
+        stats = outcome.hierarchy_stats
+        assert (stats.results, stats.parents_fetched, stats.siblings_fetched) == (
+            len(outcome.results), len(outcome.parents), len(outcome.siblings))
+        assert stats.results_sharing_a_parent == results_sharing_a_parent(outcome.parents)
     # The smallest budgets are mostly the default guardian's instruction: with real (UUID) ids there is
     # no room for a result's citation and a readable part of its text.
     assert len(outcome.results) >= (1 if budget > 2_500 else 0)
