@@ -85,16 +85,20 @@ class Resumption:
     resumed: bool  # the state's target holds what an earlier run rebuilt
     drop: tuple[str, ...] = ()  # collections to drop before anything else
     swapped: bool = False  # the earlier run had swapped: only `drop` is left to do
+    swap_left: bool = False  # the earlier run was killed amid its swap: only the swap is left to do
 
 
-def resume_or_start(saved: ReindexState | None, collection: str, source: str, model: str) -> Resumption:
+def resume_or_start(saved: ReindexState | None, collection: str, source: str, model: str,
+                    source_exists: bool = True) -> Resumption:
     """Resume `saved` when it rebuilds the same collection under the same model, finish it when its swap
-    happened already, else start anew (dropping a half-built collection of another model)."""
+    happened already or was under way, else start anew (dropping a half-built collection of another model)."""
     if saved is not None and saved.collection == collection:
         if saved.target == source:  # killed between the swap and the drop of the old collection
             return Resumption(saved, resumed=True, drop=(saved.source,), swapped=True)
         if saved.source == source and saved.model == model:
-            return Resumption(saved, resumed=True)
+            # A server store's first swap drops the collection of the user's name before the alias takes the name
+            # (differences.FIRST_SWAP): killed between the two, the rebuilt collection is whole and nameless.
+            return Resumption(saved, resumed=True, swap_left=not source_exists and source == collection)
         return Resumption(ReindexState.start(collection, source, model), resumed=False, drop=(saved.target,))
     return Resumption(ReindexState.start(collection, source, model), resumed=False)
 
@@ -226,14 +230,16 @@ class CollectionReindex:
         with SyncState(self.state_dir, collection).locked(STAGE):
             model = await self.ingestor.embedder.model_info()
             source = await asyncio.to_thread(store.collection_target, collection)
-            resumption = resume_or_start(state_file.load(), collection, source, model.name)
+            info = await asyncio.to_thread(store.collection_info, source)
+            resumption = resume_or_start(state_file.load(), collection, source, model.name, info is not None)
             for stale in resumption.drop:
                 await asyncio.to_thread(store.delete_collection, stale)
             state = resumption.state
-            if resumption.swapped:  # nothing left but the drop above
+            if resumption.swap_left:
+                await asyncio.to_thread(store.replace_collection, collection, state.target)
+            if resumption.swapped or resumption.swap_left:  # nothing left but the drop or the swap above
                 state_file.clear()
                 return await self._finished(collection, model.name, "", ReindexPlan(), [], started)
-            info = await asyncio.to_thread(store.collection_info, source)
             if info is None:
                 raise collection_not_found(collection)
             previous_model = CollectionModel.of(info).name or "an unnamed model"

@@ -79,6 +79,16 @@ def test_a_reindex_killed_after_its_swap_only_drops_the_old_collection() -> None
     assert finished.swapped and finished.drop == ("library",)
 
 
+def test_a_reindex_killed_amid_a_server_stores_first_swap_only_swaps() -> None:
+    # The collection of the user's name was dropped, and the alias that takes its name not made yet.
+    saved = ReindexState("library", "library", "library-r0123456789", NEW)
+
+    finished = resume_or_start(saved, "library", "library", NEW, source_exists=False)
+
+    assert finished.swap_left and finished.state == saved and finished.drop == ()
+    assert not resume_or_start(saved, "library", "library", NEW).swap_left
+
+
 def test_the_state_file_is_kept_whole_and_read_back(tmp_path: Path) -> None:
     file = ReindexStateFile(tmp_path, "library")
     assert file.load() is None
