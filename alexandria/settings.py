@@ -31,6 +31,8 @@ class _Env(BaseSettings):
 class CommonSettings(_Env):
     alexandria_data_dir: Path = Field(Path("var"), description="Where the embedded store and sockets live.")
     alexandria_log_level: str = "INFO"
+    # Set by `alexandria up` for the processes it starts, which end with it (alexandria/lifetime.py).
+    alexandria_launcher_pid: int | None = None
 
 
 class StackSettings(_Env):

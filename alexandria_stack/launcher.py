@@ -10,7 +10,6 @@ the launcher alone, which then stops them in order: gateway, services, embedder.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
 import multiprocessing
@@ -30,7 +29,6 @@ import httpx
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from alexandria.errors import AlexandriaError
-from alexandria.lifetime import end_with_parent
 from alexandria.settings import (
     REPO_ROOT,
     ClientSettings,
@@ -187,6 +185,7 @@ class Stack:
             env[f"{name.upper()}_ADDR"] = self.layout.socket(name)
         env["GATEWAY_HOST"] = self.gateway_host
         env["GATEWAY_PORT"] = str(self.gateway_port)
+        env["ALEXANDRIA_LAUNCHER_PID"] = str(os.getpid())  # its children end with it (alexandria/lifetime.py)
         return env
 
     def plan(self) -> list[Child]:
@@ -230,9 +229,6 @@ class Stack:
             stdin=None if child.stdio else asyncio.subprocess.DEVNULL,
             stdout=None if child.stdio else sys.stderr.fileno(),
             start_new_session=True,
-            # SIGTERM, as `stop` sends: a launcher killed, or whose terminal closed, leaves no child holding the
-            # gateway's port or the store's lock.
-            preexec_fn=functools.partial(end_with_parent, signal.SIGTERM, os.getpid()),
         )
         log.info("started %s (pid %d)", child.name, child.process.pid)
 
@@ -349,9 +345,11 @@ async def run_stack(stack: Stack) -> int:
     """
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal closed
-        if signal.getsignal(sig) is not signal.SIG_IGN:  # `nohup alexandria up` asks to outlive its terminal
-            loop.add_signal_handler(sig, stop.set)
+    # SIGHUP: the terminal closed; unless `nohup alexandria up` asked to outlive it. SIGINT is taken whatever was
+    # inherited: a shell starts a background job with it ignored, and whoever started the stack stops it so.
+    hangup = [] if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN else [signal.SIGHUP]
+    for sig in (signal.SIGINT, signal.SIGTERM, *hangup):
+        loop.add_signal_handler(sig, stop.set)
     starting = asyncio.ensure_future(stack.start())
     interrupted = asyncio.ensure_future(stop.wait())
     await asyncio.wait([starting, interrupted], return_when=asyncio.FIRST_COMPLETED)

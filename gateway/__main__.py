@@ -12,6 +12,7 @@ import asyncio
 import logging
 
 from alexandria.errors import AlexandriaError
+from alexandria.lifetime import end_with_launcher
 from alexandria.logs import configure_logging
 from alexandria.settings import CommonSettings, GatewaySettings
 from gateway.app import create_app
@@ -30,7 +31,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
 
-    configure_logging("gateway", CommonSettings().alexandria_log_level)
+    common = CommonSettings()
+    end_with_launcher(common.alexandria_launcher_pid)
+    configure_logging("gateway", common.alexandria_log_level)
     settings = GatewaySettings()
     overrides = {"gateway_host": args.host, "gateway_port": args.port}
     settings = settings.model_copy(

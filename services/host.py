@@ -15,6 +15,7 @@ import logging
 from alexandria import settings as config
 from alexandria.errors import AlexandriaError
 from alexandria.grpc_server import ServiceServer, serve_until_signal
+from alexandria.lifetime import end_with_launcher
 from alexandria.logs import configure_logging
 from alexandria.store import Store, open_store
 
@@ -60,7 +61,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m services", description=__doc__)
     parser.add_argument("names", nargs="+", choices=SERVICES, help="services to run in this process")
     names = list(dict.fromkeys(parser.parse_args(argv).names))
-    configure_logging("+".join(names), config.CommonSettings().alexandria_log_level)
+    common = config.CommonSettings()
+    end_with_launcher(common.alexandria_launcher_pid)
+    configure_logging("+".join(names), common.alexandria_log_level)
     services = {name: _SETTINGS[name]() for name in names}
     try:
         asyncio.run(run(services, config.StoreSettings()))

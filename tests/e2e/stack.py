@@ -109,9 +109,11 @@ class RunningStack:
         return self.process.wait(timeout)
 
 
-def start_stack(data_dir: Path, library: Path, inbox: Path | None = None, extra_env: dict | None = None) -> RunningStack:
+def start_stack(data_dir: Path, library: Path, inbox: Path | None = None, extra_env: dict | None = None,
+                ignoring: tuple[signal.Signals, ...] = ()) -> RunningStack:
     """Start `alexandria up --port 0` and return once it announces the gateway URL. The automatic sync is off
-    unless `extra_env` turns it on: a test decides what its collection holds."""
+    unless `extra_env` turns it on: a test decides what its collection holds. `ignoring`: signals it starts with
+    ignored, as `nohup alexandria up &` starts it (SIGHUP; and SIGINT, from a shell without job control)."""
     env = {
         **os.environ,
         "ALEXANDRIA_DATA_DIR": str(data_dir),
@@ -126,9 +128,11 @@ def start_stack(data_dir: Path, library: Path, inbox: Path | None = None, extra_
     for var in ("QDRANT_HOST", "QDRANT_URL", "QDRANT_LOCAL_PATH"):
         env.pop(var, None)
     alexandria = Path(sys.executable).with_name("alexandria")
-    process = subprocess.Popen(
-        [str(alexandria), "up", "--port", "0"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
+    command = [str(alexandria), "up", "--port", "0"]
+    if ignoring:  # a signal ignored stays ignored across exec
+        traps = " ".join(sig.name.removeprefix("SIG") for sig in ignoring)
+        command = ["sh", "-c", f'trap "" {traps}; exec "$@"', "sh", *command]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     announced = threading.Event()
     found: dict[str, str] = {}
     lines: list[str] = []

@@ -196,7 +196,7 @@ async def test_a_sampling_client_of_before_2026_07_28_that_gives_no_passage_gets
         CreateMessageResult | ErrorData
     ):
         if answer == "is too slow":
-            await asyncio.sleep(30)
+            await asyncio.sleep(300)
         if answer == "errs":
             raise RuntimeError("the model's service is down")
         return ErrorData(code=-1, message="The user declined the sampling request.")
@@ -207,4 +207,4 @@ async def test_a_sampling_client_of_before_2026_07_28_that_gives_no_passage_gets
         found, is_error = await call(client, "alexandria_query", {"query": QUESTION, "guardian": "none"})
         seconds = asyncio.get_running_loop().time() - started
     assert not is_error and "food of love" in found["results"][0]["text"], found
-    assert seconds < 10, f"the query waited {seconds:.1f} s for the client's model"
+    assert seconds < 120, f"the query waited {seconds:.1f} s for the client's model"  # not its 300

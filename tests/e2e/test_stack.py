@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -97,22 +98,39 @@ async def test_ctrl_c_stops_every_process_and_keeps_the_store(tmp_path: Path, in
 def test_a_closed_terminal_stops_the_stack_and_a_killed_launcher_leaves_no_process_behind(
     tmp_path: Path, inbox: Path
 ) -> None:
-    first = start_stack(tmp_path / "var", SHARED_LIBRARY, inbox)
-    children = list(first.children())
-    assert first.stop(signal.SIGHUP) == 0
-    assert len(children) == 3
-    assert not [pid for pid in children if Path(f"/proc/{pid}").exists()], "a process was left behind"
+    stacks: list[RunningStack] = []
+    children: list[int] = []
+    try:
+        stacks.append(start_stack(tmp_path / "var", SHARED_LIBRARY, inbox))
+        children += stacks[-1].children()
+        assert stacks[-1].stop(signal.SIGHUP) == 0
+        assert len(children) == 3
+        assert not [pid for pid in children if _running(pid)], "a process was left behind"
 
-    second = start_stack(tmp_path / "var", SHARED_LIBRARY, inbox)
-    children = list(second.children())
-    second.process.kill()
-    second.process.wait(10)
-    deadline = time.monotonic() + 60
-    while left := [pid for pid in children if _running(pid)]:
-        assert time.monotonic() < deadline, f"left behind: {left}"
-        time.sleep(0.1)
-    third = start_stack(tmp_path / "var", SHARED_LIBRARY, inbox)  # the port and the store are free again
-    assert third.stop(signal.SIGTERM) == 0
+        stacks.append(start_stack(tmp_path / "var", SHARED_LIBRARY, inbox))
+        killed = list(stacks[-1].children())
+        children += killed
+        stacks[-1].process.kill()
+        stacks[-1].process.wait(10)
+        deadline = time.monotonic() + 60
+        while left := [pid for pid in killed if _running(pid)]:
+            assert time.monotonic() < deadline, f"left behind: {left}"
+            time.sleep(0.1)
+        # The port and the store are free again. Started as `nohup alexandria up &` is: a closed terminal leaves
+        # it running, and Ctrl-C's signal, ignored by the shell for a background job, still stops it.
+        stacks.append(start_stack(tmp_path / "var", SHARED_LIBRARY, inbox, ignoring=(signal.SIGHUP, signal.SIGINT)))
+        stacks[-1].process.send_signal(signal.SIGHUP)
+        with pytest.raises(subprocess.TimeoutExpired):
+            stacks[-1].process.wait(3)
+        assert stacks[-1].stop(signal.SIGINT) == 0
+    finally:  # whatever failed above, nothing of it runs on
+        for stack in stacks:
+            if stack.process.poll() is None:
+                stack.process.kill()
+                stack.process.wait(10)
+        for pid in children:
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _running(pid: int) -> bool:

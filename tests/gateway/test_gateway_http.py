@@ -323,7 +323,10 @@ async def test_a_call_still_running_after_the_grace_period_is_cancelled_with_a_c
     assert result.is_error
     error = result.structured_content["error"]
     assert "within the 0.5 s grace period (GATEWAY_SHUTDOWN_GRACE_S)" in error and "alexandria_ingest" in error
-    await asyncio.sleep(0.5)  # the cancellation travels to the service
+    deadline = asyncio.get_running_loop().time() + 10
+    while not backend.cancelled:  # the cancellation travels to the service
+        assert asyncio.get_running_loop().time() < deadline, "the service never heard of the cancellation"
+        await asyncio.sleep(0.01)
     assert backend.cancelled == ["IngestBook"]
 
 

@@ -208,10 +208,15 @@ async def test_an_ingest_cancelled_while_it_writes_holds_the_book_until_its_writ
     ingesting = asyncio.create_task(service.run("IngestFile", ingest_pb2.IngestFileRequest(
         file_path=str(path), title="The Keeper", author="A. Keeper", options=options())))
     assert await asyncio.to_thread(writing.wait, START_TIMEOUT_S)
+    work = [task for task in asyncio.all_tasks() if "run_with_progress" in task.get_coro().__qualname__]
+    assert len(work) == 1
     ingesting.cancel()  # the client goes away: the service cancels the ingest's task
     with pytest.raises(asyncio.CancelledError):
         await ingesting
-    await asyncio.sleep(0.5)  # for the cancellation to reach the service
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not (work[0].done() or work[0].cancelling()):  # the cancellation reaches the service
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.01)
     removal = ingest_pb2.RemoveBookRequest(collection=COLLECTION, file_path=str(path))
     try:
         with pytest.raises(FailedPrecondition, match="'The Keeper' is being ingested into 'books' right now"):
