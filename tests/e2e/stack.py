@@ -110,10 +110,11 @@ class RunningStack:
 
 
 def start_stack(data_dir: Path, library: Path, inbox: Path | None = None, extra_env: dict | None = None,
-                ignoring: tuple[signal.Signals, ...] = ()) -> RunningStack:
+                dispositions: dict[signal.Signals, signal.Handlers] | None = None) -> RunningStack:
     """Start `alexandria up --port 0` and return once it announces the gateway URL. The automatic sync is off
-    unless `extra_env` turns it on: a test decides what its collection holds. `ignoring`: signals it starts with
-    ignored, as `nohup alexandria up &` starts it (SIGHUP; and SIGINT, from a shell without job control)."""
+    unless `extra_env` turns it on: a test decides what its collection holds. `dispositions`: what it inherits for
+    these signals, whatever the tests inherited (`nohup alexandria up &` starts it with SIGHUP ignored, and
+    SIGINT too from a shell without job control; a terminal with both as they come)."""
     env = {
         **os.environ,
         "ALEXANDRIA_DATA_DIR": str(data_dir),
@@ -128,11 +129,14 @@ def start_stack(data_dir: Path, library: Path, inbox: Path | None = None, extra_
     for var in ("QDRANT_HOST", "QDRANT_URL", "QDRANT_LOCAL_PATH"):
         env.pop(var, None)
     alexandria = Path(sys.executable).with_name("alexandria")
-    command = [str(alexandria), "up", "--port", "0"]
-    if ignoring:  # a signal ignored stays ignored across exec
-        traps = " ".join(sig.name.removeprefix("SIG") for sig in ignoring)
-        command = ["sh", "-c", f'trap "" {traps}; exec "$@"', "sh", *command]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Set here for the moment of the fork: a signal's disposition is inherited, and an ignored one kept across exec.
+    inherited = {sig: signal.signal(sig, handler) for sig, handler in (dispositions or {}).items()}
+    try:
+        process = subprocess.Popen([str(alexandria), "up", "--port", "0"], env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+    finally:
+        for sig, handler in inherited.items():
+            signal.signal(sig, handler)
     announced = threading.Event()
     found: dict[str, str] = {}
     lines: list[str] = []

@@ -101,7 +101,9 @@ def test_a_closed_terminal_stops_the_stack_and_a_killed_launcher_leaves_no_proce
     stacks: list[RunningStack] = []
     children: list[int] = []
     try:
-        stacks.append(start_stack(tmp_path / "var", SHARED_LIBRARY, inbox))
+        # As from a terminal, whatever the tests inherited (a CI job may run under nohup).
+        stacks.append(start_stack(tmp_path / "var", SHARED_LIBRARY, inbox,
+                                  dispositions={signal.SIGHUP: signal.SIG_DFL, signal.SIGINT: signal.SIG_DFL}))
         children += stacks[-1].children()
         assert stacks[-1].stop(signal.SIGHUP) == 0
         assert len(children) == 3
@@ -118,7 +120,8 @@ def test_a_closed_terminal_stops_the_stack_and_a_killed_launcher_leaves_no_proce
             time.sleep(0.1)
         # The port and the store are free again. Started as `nohup alexandria up &` is: a closed terminal leaves
         # it running, and Ctrl-C's signal, ignored by the shell for a background job, still stops it.
-        stacks.append(start_stack(tmp_path / "var", SHARED_LIBRARY, inbox, ignoring=(signal.SIGHUP, signal.SIGINT)))
+        stacks.append(start_stack(tmp_path / "var", SHARED_LIBRARY, inbox,
+                                  dispositions={signal.SIGHUP: signal.SIG_IGN, signal.SIGINT: signal.SIG_IGN}))
         stacks[-1].process.send_signal(signal.SIGHUP)
         with pytest.raises(subprocess.TimeoutExpired):
             stacks[-1].process.wait(3)

@@ -165,8 +165,10 @@ async def test_remove_finds_a_calibre_book_by_id_and_a_local_file_by_content_or_
         await remove(book_id=7)
 
 
-async def test_a_book_being_written_is_not_removed_until_its_ingest_ends(
-        service: IngestService, monkeypatch: pytest.MonkeyPatch) -> None:
+async def _ingest_held_after_its_first_batch(
+        service: IngestService, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, asyncio.Task, threading.Event]:
+    """An ingest of a new local book, started and held once its first batch is written: the book's file, the
+    ingest's task, and the event that lets the write go on."""
     path = service.book_file("keeper.txt")
     writing, release = threading.Event(), threading.Event()
     upsert = service.store.store.upsert
@@ -180,6 +182,12 @@ async def test_a_book_being_written_is_not_removed_until_its_ingest_ends(
     ingesting = asyncio.create_task(service.run("IngestFile", ingest_pb2.IngestFileRequest(
         file_path=str(path), title="The Keeper", author="A. Keeper", options=options())))
     assert await asyncio.to_thread(writing.wait, START_TIMEOUT_S)
+    return path, ingesting, release
+
+
+async def test_a_book_being_written_is_not_removed_until_its_ingest_ends(
+        service: IngestService, monkeypatch: pytest.MonkeyPatch) -> None:
+    path, ingesting, release = await _ingest_held_after_its_first_batch(service, monkeypatch)
     removal = ingest_pb2.RemoveBookRequest(collection=COLLECTION, file_path=str(path))
     try:
         with pytest.raises(FailedPrecondition, match="'The Keeper' is being ingested into 'books' right now"):
@@ -195,19 +203,7 @@ async def test_a_book_being_written_is_not_removed_until_its_ingest_ends(
 
 async def test_an_ingest_cancelled_while_it_writes_holds_the_book_until_its_write_is_over(
         service: IngestService, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = service.book_file("keeper.txt")
-    writing, release = threading.Event(), threading.Event()
-    upsert = service.store.store.upsert
-
-    def held_after_the_first_batch(collection: str, points: list) -> None:
-        upsert(collection, points)
-        writing.set()
-        assert release.wait(START_TIMEOUT_S)
-
-    monkeypatch.setattr(service.store.store, "upsert", held_after_the_first_batch)
-    ingesting = asyncio.create_task(service.run("IngestFile", ingest_pb2.IngestFileRequest(
-        file_path=str(path), title="The Keeper", author="A. Keeper", options=options())))
-    assert await asyncio.to_thread(writing.wait, START_TIMEOUT_S)
+    path, ingesting, release = await _ingest_held_after_its_first_batch(service, monkeypatch)
     work = [task for task in asyncio.all_tasks() if "run_with_progress" in task.get_coro().__qualname__]
     assert len(work) == 1
     ingesting.cancel()  # the client goes away: the service cancels the ingest's task
