@@ -18,7 +18,7 @@ from grpc import aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from alexandria.errors import InternalError, Unavailable, from_rpc_error
+from alexandria.errors import InternalError, Unavailable, from_rpc_error, raised_by_a_service
 from alexandria.grpc_server import MAX_MESSAGE_BYTES, client_keepalive_options
 from alexandria.settings import ClientSettings, GrpcSettings
 from alexandria.v1 import embedder_pb2, embedder_pb2_grpc
@@ -115,7 +115,8 @@ class ServiceClient:
                         yield message
                     return
         except grpc.RpcError as exc:
-            if received:
+            # A service's own answer (a file refused halfway through its ingest) is no break: it says what it says.
+            if received and not raised_by_a_service(exc):
                 log.warning("%s.%s broke off after its first message: %s", self.name, method, exc)
                 raise Unavailable(
                     f"The call to the {self.name} service ({method}) broke off while it ran ({exc.code().name}: "

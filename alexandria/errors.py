@@ -103,7 +103,7 @@ def from_rpc_error(error: grpc.RpcError, target: str) -> AlexandriaError:
     code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
     details = error.details() if hasattr(error, "details") else None
     cls = _BY_CODE.get(code, InternalError)
-    if _raised_by_a_service(error) and details:
+    if raised_by_a_service(error) and details:
         return cls(details)
     if code == grpc.StatusCode.UNAVAILABLE:
         # The details name peer addresses: they go to the log, never to the caller.
@@ -117,7 +117,7 @@ def from_rpc_error(error: grpc.RpcError, target: str) -> AlexandriaError:
     return cls(details)
 
 
-def _raised_by_a_service(error: grpc.RpcError) -> bool:
+def raised_by_a_service(error: grpc.RpcError) -> bool:
     """True when the status carries a domain error's message rather than the transport's own detail."""
     metadata = error.trailing_metadata() if hasattr(error, "trailing_metadata") else None
     # grpc-stubs type a metadatum as an object with .key; at runtime it is a (key, value) tuple (a namedtuple

@@ -12,7 +12,7 @@ from grpc import aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from alexandria.clients import ServiceClient
-from alexandria.errors import Unavailable
+from alexandria.errors import InvalidArgument, Unavailable
 from alexandria.grpc_server import ServiceServer, build_server
 from alexandria.settings import ClientSettings
 
@@ -99,3 +99,30 @@ async def test_a_stream_broken_after_its_first_message_is_not_sent_again() -> No
     assert cut.calls == 1, "the broken stream was sent again"
     assert received == [health_pb2.HealthCheckResponse.SERVING]
     assert "broke off while it ran" in str(refused.value) and "Run it again to resume" in str(refused.value)
+
+
+class _Refused(_Cut):
+    """A stream that sends one message, then refuses the request with a domain error, as ingest refuses a file it
+    finds bad once it reads it."""
+
+    async def run(self, request: health_pb2.HealthCheckRequest, context: aio.ServicerContext) -> AsyncIterator[
+        health_pb2.HealthCheckResponse
+    ]:
+        self.calls += 1
+        yield health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVING)
+        raise InvalidArgument("bomb.epub unpacks to 1.2 GB, more than any book needs")
+
+
+async def test_a_stream_refused_by_the_service_after_its_first_message_says_why_not_that_it_broke_off() -> None:
+    refusing = _Refused()
+    server = build_server("ingest", "127.0.0.1:0", refusing.register, [])
+    await server.start()
+    client = ServiceClient("ingest", server.address, _CutStub, ClientSettings(rpc_retry_attempts=4))
+    try:
+        with pytest.raises(InvalidArgument, match="^bomb.epub unpacks to 1.2 GB, more than any book needs$"):
+            async for _ in client.stream("Run", health_pb2.HealthCheckRequest()):
+                pass
+    finally:
+        await client.close()
+        await server.stop(grace=0)
+    assert refusing.calls == 1
