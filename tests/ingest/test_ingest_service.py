@@ -185,15 +185,22 @@ async def _ingest_held_after_its_first_batch(
     return path, ingesting, release
 
 
-async def test_a_book_being_written_is_not_removed_until_its_ingest_ends(
-        service: IngestService, monkeypatch: pytest.MonkeyPatch) -> None:
-    path, ingesting, release = await _ingest_held_after_its_first_batch(service, monkeypatch)
+async def _refused_then_released(
+        service: IngestService, path: Path, release: threading.Event) -> ingest_pb2.RemoveBookRequest:
+    """The removal of the held book, refused while it is being written; the write then let go. Returns the request."""
     removal = ingest_pb2.RemoveBookRequest(collection=COLLECTION, file_path=str(path))
     try:
         with pytest.raises(FailedPrecondition, match="'The Keeper' is being ingested into 'books' right now"):
             await service.client.call("RemoveBook", removal)
     finally:
         release.set()
+    return removal
+
+
+async def test_a_book_being_written_is_not_removed_until_its_ingest_ends(
+        service: IngestService, monkeypatch: pytest.MonkeyPatch) -> None:
+    path, ingesting, release = await _ingest_held_after_its_first_batch(service, monkeypatch)
+    removal = await _refused_then_released(service, path, release)
     ingested = await ingesting
     assert ingested.success and service.held() == [ingested.book_key]
     written = service.store.count(COLLECTION)
@@ -213,12 +220,7 @@ async def test_an_ingest_cancelled_while_it_writes_holds_the_book_until_its_writ
     while not (work[0].done() or work[0].cancelling()):  # the cancellation reaches the service
         assert time.monotonic() < deadline
         await asyncio.sleep(0.01)
-    removal = ingest_pb2.RemoveBookRequest(collection=COLLECTION, file_path=str(path))
-    try:
-        with pytest.raises(FailedPrecondition, match="'The Keeper' is being ingested into 'books' right now"):
-            await service.client.call("RemoveBook", removal)
-    finally:
-        release.set()
+    removal = await _refused_then_released(service, path, release)
     deadline = time.monotonic() + START_TIMEOUT_S
     while not service.held():  # the write, begun, ends whole
         assert time.monotonic() < deadline
