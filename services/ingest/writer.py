@@ -86,13 +86,13 @@ def _record(book: BookRecord, chunk: Chunk | ParentChunk, level: f.Level, siblin
 @dataclass(frozen=True)
 class HeldBooks:
     """What a collection holds whole: each book's file version (None for a book ingested before file versions were
-    kept) and, for a book held whole in more than one version, the record of its newest written. Only a write
+    kept) and the books held whole in more than one version (each one's file version is its newest's). Only a write
     stopped between making a new version visible and dropping the old (`BookWriter.write`) leaves two, each found
     by searches; no later write of the book comes while its file stays as it is, so the sync drops the older
     (`BookWriter.keep_newest`)."""
 
     file_versions: dict[str, FileVersion | None]
-    held_twice: dict[str, BookRecord]
+    held_twice: set[str]
 
 
 @dataclass(frozen=True)
@@ -167,13 +167,13 @@ class BookWriter:
     def held_books(self) -> HeldBooks:
         """The books the collection holds whole (none when it does not exist yet); reads only."""
         if self.store.collection_info(self.collection) is None:
-            return HeldBooks({}, {})
+            return HeldBooks({}, set())
         file_versions: dict[str, FileVersion | None] = {}
-        held_twice: dict[str, BookRecord] = {}
+        held_twice: set[str] = set()
         for key, versions in complete_file_versions(self.store, self.collection).items():
             newest = self._newest_written(key, versions) if len(versions) > 1 else None
             if newest is not None:
-                held_twice[key] = newest
+                held_twice.add(key)
             file_versions[key] = newest.file_version if newest else next(iter(versions), None)
         return HeldBooks(file_versions, held_twice)
 
