@@ -179,3 +179,17 @@ def test_a_toc_that_divides_nothing_gives_way_to_headings() -> None:
     assert source == "headings" and [c.title for c in chapters] == ["One", "Two"]
     chapters, source = choose_chapters(blocks, [TocEntry("One", 1, 0), TocEntry("Two", 1, 2)], 2)
     assert source == "toc" and [c.text for c in chapters] == ["Text one.", "Text two."]
+
+
+@pytest.mark.parametrize("unclosed", ["span", "div"])
+def test_a_document_nested_deeper_than_the_parser_builds_keeps_every_paragraph(unclosed: str) -> None:
+    paragraphs = "".join(f'<{unclosed} id="n{i}"><p>Paragraph <em>{i}</em> &amp; more.</p>' for i in range(600))
+    document = parse_html(
+        f"<html><head><title>Deep</title></head><body>{paragraphs}"
+        "<script>hidden()</script><h2>Notes</h2><p>The end.</p></body></html>".encode()
+    )
+    texts = [b.text for b in document.blocks]
+    assert texts[:2] == ["Paragraph 0 & more.", "Paragraph 1 & more."]
+    assert texts[-3:] == ["Paragraph 599 & more.", "Notes", "The end."]
+    assert len(texts) == 602 and document.blocks[-2].heading_level == 2
+    assert document.title == "Deep" and document.anchors["n599"] == 599

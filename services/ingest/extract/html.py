@@ -9,8 +9,11 @@ entries that point at `file.xhtml#anchor` can start a chapter mid-file.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
+from html import escape
+from html.parser import HTMLParser
 
 from lxml import etree, html
 
@@ -36,6 +39,10 @@ _MARKER_TEXT = re.compile(r"^[\[(]?(?:\d{1,3}|[ivxlc]{1,6}|[*†‡§¶]{1,3})[\
 _SPACE = re.compile(r"[ \t\r\n\f\v]+")
 _EPUB_TYPE = "{http://www.idpf.org/2007/ops}type"
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
+# libxml2 stops building a tree at this nesting depth and drops the rest of the document without failing.
+_TOO_DEEP = "Excessive depth"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -127,6 +134,62 @@ class _Collector:
             self._heading = None
 
 
+class _Flattener(HTMLParser):
+    """Markup rewritten one level deep: each block element a paragraph, inline elements dropped but their ids.
+
+    The way through for a document nested deeper than libxml2 builds: an unclosed `<span>` or
+    `<div>` a paragraph nests each paragraph inside the one before, which sloppy converters write.
+    Python's tokenizer keeps no tree, so no depth stops it.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts = ["<body><p>"]
+        self._open = "p"
+        self._skipped = 0
+
+    def _start_paragraph(self, tag: str, element_id: str | None) -> None:
+        self.parts.append(f"</{self._open}>")
+        self._open = tag
+        self.parts.append(f'<{tag} id="{escape(element_id)}">' if element_id else f"<{tag}>")
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _SKIPPED_TAGS:
+            self._skipped += 1
+        if self._skipped:
+            return
+        element_id = dict(attrs).get("id")
+        if tag in _HEADINGS:
+            self._start_paragraph(tag, element_id)
+        elif tag in _BLOCK_TAGS:
+            self._start_paragraph("p", element_id)
+        elif tag == "br":
+            self.parts.append("<br>")
+        elif element_id:
+            self.parts.append(f'<a id="{escape(element_id)}"></a>')
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _SKIPPED_TAGS and self._skipped:
+            self._skipped -= 1
+        elif not self._skipped and (tag in _BLOCK_TAGS or tag in _HEADINGS):
+            self._start_paragraph("p", None)
+
+    def handle_data(self, data: str) -> None:
+        if not self._skipped:
+            self.parts.append(escape(data))
+
+    def markup(self) -> str:
+        self.close()
+        return "".join([*self.parts, f"</{self._open}></body>"])
+
+
+def _parse(markup: str) -> tuple[etree._Element, bool]:
+    """The document's tree, and whether libxml2 cut it short for its depth."""
+    parser = html.HTMLParser(remove_comments=True, remove_pis=True)
+    root = html.document_fromstring(markup, parser=parser)
+    return root, any(_TOO_DEEP in error.message for error in parser.error_log)
+
+
 def parse_html(content: bytes) -> HtmlDocument:
     """Paragraphs, anchors and head metadata of one (X)HTML document.
 
@@ -136,10 +199,14 @@ def parse_html(content: bytes) -> HtmlDocument:
     markup = _XML_DECLARATION.sub("", decode_text(content, markup=True))
     if not markup.strip():
         return HtmlDocument([], {})
-    parser = html.HTMLParser(remove_comments=True, remove_pis=True)
-    root = html.document_fromstring(markup, parser=parser)
-    collector = _Collector()
+    root, cut_short = _parse(markup)
     body = root.find("body")
+    if cut_short:
+        log.warning("a document nests its elements too deep to parse whole: its paragraphs are read flat")
+        flattener = _Flattener()
+        flattener.feed(markup)
+        body = _parse(flattener.markup())[0].find("body")
+    collector = _Collector()
     collector.walk(body if body is not None else root)
     collector.end_block()
     title_element = root.find("head/title")
