@@ -279,6 +279,12 @@ def read_library(root: Path | None) -> LibrarySnapshot:
             raise Unavailable(
                 f"The Calibre library at {root} is busy (Calibre is writing to {METADATA_DB}); try again in a moment."
             ) from None
+        if getattr(exc, "sqlite_errorcode", 0) == sqlite3.SQLITE_READONLY_ROLLBACK:
+            # A hot journal: only a writer may roll it back, and this service never writes to a library.
+            raise FailedPrecondition(
+                f"Calibre stopped midway through a change to {database} (its {METADATA_DB}-journal is waiting to be "
+                "rolled back); open the library in Calibre once, which finishes the rollback, then try again."
+            ) from None
         raise FailedPrecondition(
             f"{database} cannot be read as a Calibre database ({exc}); "
             "set CALIBRE_LIBRARY_PATH to your Calibre library's folder."

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import shutil
 import sqlite3
+import subprocess
+import sys
 import time
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -233,6 +235,24 @@ def test_a_locked_library_is_unavailable_quickly(fixture_copy: Path) -> None:
             read_library(fixture_copy)
         assert time.monotonic() - started < 5
         blocker.execute("ROLLBACK")
+
+
+def test_a_change_calibre_never_finished_says_to_open_the_library_in_calibre(fixture_copy: Path) -> None:
+    killed_midway = (
+        "import os, sqlite3, sys\n"
+        "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "db.execute('PRAGMA cache_size = 1')\n"  # so that the change reaches the file before a commit
+        "db.execute('BEGIN')\n"
+        "db.execute('CREATE TABLE filler (blob)')\n"
+        "db.execute('INSERT INTO filler WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+        "WHERE i < 2000) SELECT randomblob(1000) FROM n')\n"
+        "os._exit(9)\n"
+    )
+    subprocess.run([sys.executable, "-c", killed_midway, str(fixture_copy / "metadata.db")], check=False)
+    assert (fixture_copy / "metadata.db-journal").stat().st_size > 0
+    with pytest.raises(FailedPrecondition, match="open the library in Calibre once") as caught:
+        CalibreLibrary(fixture_copy).snapshot()
+    assert "metadata.db-journal" in caught.value.message and "CALIBRE_LIBRARY_PATH" not in caught.value.message
 
 
 def test_rereads_when_calibre_changes_the_library_at_most_once_a_second(fixture_copy: Path) -> None:
