@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -336,7 +337,9 @@ class CalibreLibrary:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], datetime] = datetime.now,
     ) -> None:
-        self.root = root
+        # Absolute: the paths of its files are stored with passages and made into links (os.path.abspath keeps
+        # the name the user gave a symlinked library, which Calibre's links name it by).
+        self.root = Path(os.path.abspath(root.expanduser())) if root is not None else None
         self._recheck_interval_s = recheck_interval_s
         self._clock = clock
         self._wall_clock = wall_clock

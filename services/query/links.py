@@ -33,6 +33,8 @@ def passage_link(chunk: ChunkRecord) -> str:
     if not book.file_path:
         return ""
     path = Path(book.file_path)
+    if not path.is_absolute():  # stored by a catalog given a relative library path: no URI can name it
+        return ""
     book_format = chunk.highlight_format or book.format
     if book_format == PDF:
         page = f"#page={chunk.page_start}" if chunk.page_start is not None else ""

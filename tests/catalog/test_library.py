@@ -441,3 +441,11 @@ def test_a_book_has_the_highlights_calibres_viewer_saved_and_not_those_the_reade
     with open_for_writing(library) as db:
         assert db.execute("SELECT COUNT(*) FROM annotations").fetchone() == (2,)
     assert read_library(library).books[1].highlights == ()
+
+
+def test_a_relative_library_path_gives_its_books_absolute_paths(fixture_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(fixture_copy.parent)
+    library = CalibreLibrary(Path(fixture_copy.name))
+    files = [file for book in library.snapshot().books.values() for file in book.files]
+    assert files and all(file.path.is_absolute() and file.path.is_file() for file in files)
+    assert library.root == fixture_copy

@@ -33,3 +33,7 @@ def test_a_pdf_opens_at_the_passages_first_page_and_a_local_file_as_a_file() -> 
     assert passage_link(pdf) == Path("/lib/A/Persuasion (4)/Persuasion.pdf").as_uri() + "#page=17"
     local = _chunk("/inbox/my notes.md", "MD")
     assert passage_link(local) == "file:///inbox/my%20notes.md"
+
+
+def test_a_book_stored_with_a_relative_path_gets_no_link_and_breaks_no_answer() -> None:
+    assert passage_link(_chunk("Jane Austen/Emma (2)/Emma.pdf", "PDF", 2, page_start=3)) == ""
