@@ -104,6 +104,9 @@ class StoreSettings(_Env):
     qdrant_shard_number: int | None = Field(None, ge=1)
     qdrant_replication_factor: int | None = Field(None, ge=1)
     qdrant_write_consistency_factor: int | None = Field(None, ge=1)
+    # A Qdrant server's only: how long one request may take before it fails as DeadlineExceeded (qdrant-client's
+    # own default, 5 s, is less than an exact count over millions of points on a cold disk takes).
+    qdrant_timeout_s: int = Field(60, ge=1)
 
     @property
     def server_only_settings(self) -> dict[str, int]:

@@ -35,11 +35,20 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 from qdrant_client import QdrantClient, models
+from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from alexandria.errors import AlreadyExists, FailedPrecondition, PermissionDenied, Unavailable
+from alexandria.errors import (
+    AlreadyExists,
+    DeadlineExceeded,
+    FailedPrecondition,
+    PermissionDenied,
+    ResourceExhausted,
+    Unavailable,
+)
 from alexandria.settings import StoreSettings, VectorQuantization
 from alexandria.store import schema
 from alexandria.store.common import (
@@ -101,14 +110,21 @@ class ServerStore(Store):
         layout: CollectionLayout | None = None,
         collection_options: dict[str, Any] | None = None,
         local_path: Path | None = None,
+        timeout_s: int | None = None,
     ) -> None:
         """`collection_options`: more keyword arguments of every create_collection (a cluster's, the WAL's);
-        `local_path`: local mode's folder, whose files tell what a collection takes on disk."""
+        `local_path`: local mode's folder, whose files tell what a collection takes on disk; `timeout_s`: the
+        client's, for the message of a request that outlasts it."""
         self._client = client
         self._location = location
         self._builds_indexes = builds_indexes
         self._layout = layout or CollectionLayout()
         self._collection_options = collection_options or {}
+        self._timeout_s = timeout_s
+        # A book's writes depend on their order (write its points, make them visible, drop the old version); with
+        # the default (weak) ordering a replica may apply them in another. Through the shard's leader they keep it;
+        # a collection with one replica (whatever this process's settings say it was made with) pays nothing.
+        self._ordering = models.WriteOrdering.MEDIUM
         self._local_path = local_path
         # Rescoring asked for on every dense search but a hybrid query's prefetch (HYBRID_PREFETCH_RESCORES): a
         # collection keeps the quantisation it was made with, whatever this process's settings, and an unquantised
@@ -142,13 +158,14 @@ class ServerStore(Store):
                     "or use a Qdrant server (QDRANT_URL) to share one store between processes."
                 ) from exc
             return cls(client, location, False, layout, options, local_path=settings.qdrant_local_path)
+        timeout_s = settings.qdrant_timeout_s
         if settings.qdrant_url:
-            client = QdrantClient(url=settings.qdrant_url, api_key=api_key, check_compatibility=False)
-            return cls(client, f"Qdrant at {settings.qdrant_url}", True, layout, options)
-        client = QdrantClient(
-            host=settings.qdrant_host, port=settings.qdrant_port, api_key=api_key, check_compatibility=False
-        )
-        return cls(client, f"Qdrant at {settings.qdrant_host}:{settings.qdrant_port}", True, layout, options)
+            client = QdrantClient(url=settings.qdrant_url, api_key=api_key, timeout=timeout_s, check_compatibility=False)
+            return cls(client, f"Qdrant at {settings.qdrant_url}", True, layout, options, timeout_s=timeout_s)
+        client = QdrantClient(host=settings.qdrant_host, port=settings.qdrant_port, api_key=api_key, timeout=timeout_s,
+                              check_compatibility=False)
+        location = f"Qdrant at {settings.qdrant_host}:{settings.qdrant_port}"
+        return cls(client, location, True, layout, options, timeout_s=timeout_s)
 
     # collections
 
@@ -256,13 +273,14 @@ class ServerStore(Store):
         if not points:
             return
         with self._errors(self._require(collection)):
-            self._client.upsert(collection, [_to_point_struct(p) for p in points], wait=True)
+            self._client.upsert(collection, [_to_point_struct(p) for p in points], wait=True, ordering=self._ordering)
 
     def set_payload(self, collection: str, where: Filter, payload: dict[str, Any]) -> None:
         """Merge `payload` into every point matching `where`."""
         with self._errors(self._require(collection)):
             self._client.set_payload(
-                collection, payload, points=models.FilterSelector(filter=_to_qdrant_filter(where)), wait=True
+                collection, payload, points=models.FilterSelector(filter=_to_qdrant_filter(where)), wait=True,
+                ordering=self._ordering,
             )
 
     def delete(self, collection: str, where: Filter) -> int:
@@ -271,7 +289,7 @@ class ServerStore(Store):
         with self._errors(self._require(collection)):
             matching = self._client.count(collection, count_filter=condition, exact=True).count
             if matching:
-                self._client.delete(collection, models.FilterSelector(filter=condition), wait=True)
+                self._client.delete(collection, models.FilterSelector(filter=condition), wait=True, ordering=self._ordering)
         return matching
 
     def optimize(self, collection: str) -> None:
@@ -465,21 +483,55 @@ class ServerStore(Store):
         try:
             yield
         except ResponseHandlingException as exc:
-            raise Unavailable(
-                f"{self._location} cannot be reached ({exc.source}); check that it is running and that "
-                "QDRANT_URL or QDRANT_HOST/QDRANT_PORT point at it."
+            if isinstance(exc.source, httpx.TimeoutException):
+                raise DeadlineExceeded(
+                    f"{self._location} did not answer within {self._timeout_s} s (QDRANT_TIMEOUT_S); it may be busy "
+                    "(indexing, a large collection read cold): try again, or raise QDRANT_TIMEOUT_S."
+                ) from exc
+            if isinstance(exc.source, httpx.TransportError):
+                raise Unavailable(
+                    f"{self._location} cannot be reached ({exc.source}); check that it is running and that "
+                    "QDRANT_URL or QDRANT_HOST/QDRANT_PORT point at it."
+                ) from exc
+            raise  # an answer this client could not read: no outage, and no retry mends it
+        except ResourceExhaustedResponse as exc:
+            raise ResourceExhausted(
+                f"{self._location} is rate-limiting requests ({exc.message}); retry in {exc.retry_after_s} s."
             ) from exc
         except UnexpectedResponse as exc:
-            if exc.status_code == 404:
+            status = exc.status_code or 0
+            detail = _error_detail(exc)
+            if status == 404:
                 self._known_collections.discard(collection)
                 raise collection_not_found(collection) from exc
-            if exc.status_code == 409:
+            if status == 409:
                 raise AlreadyExists(f"Collection '{collection}' already exists in {self._location}.") from exc
-            if exc.status_code in (401, 403):
+            if status in (401, 403):
                 raise PermissionDenied(
                     f"{self._location} refused the request; check QDRANT_API_KEY."
                 ) from exc
+            if status == 429:
+                raise ResourceExhausted(f"{self._location} is rate-limiting requests ({detail}); retry later.") from exc
+            if status in (408, 504):
+                raise DeadlineExceeded(
+                    f"{self._location} gave up on the request in time ({status}: {detail}); try again."
+                ) from exc
+            if status >= 500:
+                raise Unavailable(
+                    f"{self._location} failed to answer ({status}: {detail}); it may be restarting or a replica "
+                    "may be down: try again in a moment."
+                ) from exc
+            if status in (400, 422):
+                raise FailedPrecondition(f"{self._location} refused the request on '{collection}': {detail}.") from exc
             raise
+
+
+def _error_detail(exc: UnexpectedResponse) -> str:
+    """The server's own words for an error response (`status.error` of its JSON), else its status's name."""
+    try:
+        return str(exc.structured()["status"]["error"])
+    except (ValueError, KeyError, TypeError):
+        return exc.reason_phrase or "no reason given"
 
 
 def _collection_options(settings: StoreSettings) -> dict[str, Any]:

@@ -109,14 +109,15 @@ class BookWriter:
         self.collection = collection
 
     def ensure_collection(self, dimension: int, model: str) -> None:
-        """Create the collection for this model, or refuse one whose vectors another model made."""
+        """Create the collection for this model, or refuse one whose vectors another model made. The store completes
+        an existing one too: the payload indexes added since it was made, or that a process killed amid its
+        creation never made (filters and facets on a field want its index)."""
         info = self.store.collection_info(self.collection)
-        if info is None:
-            self.store.ensure_collection(self.collection, dimension, CollectionModel(model, dimension).to_metadata())
-            return
-        recorded = CollectionModel.of(info)
-        recorded.check(self.collection, model, dimension)
-        recorded.check_writable(self.collection)
+        if info is not None:
+            recorded = CollectionModel.of(info)
+            recorded.check(self.collection, model, dimension)
+            recorded.check_writable(self.collection)
+        self.store.ensure_collection(self.collection, dimension, CollectionModel(model, dimension).to_metadata())
 
     def _book(self, book_key: str, **more: object) -> Filter:
         return Filter(must={f.BOOK_KEY: book_key, **more})
@@ -144,11 +145,23 @@ class BookWriter:
             self.store.upsert(self.collection, points[start : start + UPSERT_BATCH])
         if self.store.collection_target(self.collection) != written_to:
             self.store.delete(self.collection, self._book(book_key, **{f.VERSION: version}))
-            raise FailedPrecondition(f"Collection '{self.collection}' was replaced by its reindex while this book was "
-                                     "written; ingest the book again.")
-        self.store.set_payload(self.collection, self._book(book_key, **{f.VERSION: version}), {f.COMPLETE: True})
-        self.store.delete(self.collection, Filter(must={f.BOOK_KEY: book_key}, must_not={f.VERSION: version}))
+            raise self._replaced()
+        # By its own name from here: a swap now would have the old version's delete reach the rebuilt collection,
+        # and drop the copy of this book the reindex made there.
+        try:
+            self.store.set_payload(written_to, self._book(book_key, **{f.VERSION: version}), {f.COMPLETE: True})
+            self.store.delete(written_to, Filter(must={f.BOOK_KEY: book_key}, must_not={f.VERSION: version}))
+        except NotFound:
+            if self.store.collection_target(self.collection) == written_to:
+                raise
+            raise self._replaced() from None
+        if self.store.collection_target(self.collection) != written_to:
+            raise self._replaced()  # made whole in the collection the reindex dropped: not in the one it made
         return len(points)
+
+    def _replaced(self) -> FailedPrecondition:
+        return FailedPrecondition(f"Collection '{self.collection}' was replaced by its reindex while this book was "
+                                  "written; ingest the book again.")
 
     def restamp(self, book_key: str, file_version: FileVersion) -> None:
         """Record that the book's file changed its stamp but not its content: no need to ingest it again."""
