@@ -260,6 +260,9 @@ class QuerySettings(_Env):
     default_guardian: str = "zec"
     # ~25k tokens is what MCP clients accept from one tool; 4 characters a token, with headroom.
     query_response_budget_chars: int = Field(80_000, ge=4_000)
+    # Where the folders this service's books were read from sit on the machine that opens the links of results
+    # (a container's mounts: {"/library": "/home/me/Calibre Library"}); a folder not named is that machine's too.
+    link_paths: dict[Path, Path] = Field(default_factory=dict)
     store: StoreSettings = Field(default_factory=StoreSettings)
     clients: ClientSettings = Field(default_factory=ClientSettings)
 

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import quote
 
@@ -27,12 +28,20 @@ def calibre_library_id(book_file: Path) -> str:
     return "_hex_-" + name.encode("utf-8").hex()
 
 
-def passage_link(chunk: ChunkRecord) -> str:
-    """The URL that opens `chunk`'s book at it ("" for a book with no file recorded)."""
+def _as_the_reader_sees_it(path: Path, link_paths: Mapping[Path, Path]) -> Path:
+    for served, seen in link_paths.items():
+        if path.is_relative_to(served):
+            return seen / path.relative_to(served)
+    return path
+
+
+def passage_link(chunk: ChunkRecord, link_paths: Mapping[Path, Path]) -> str:
+    """The URL that opens `chunk`'s book at it ("" for a book with no file recorded); `link_paths`: where the folders
+    books were read from sit on the machine that opens it (QuerySettings.link_paths)."""
     book = chunk.book
     if not book.file_path:
         return ""
-    path = Path(book.file_path)
+    path = _as_the_reader_sees_it(Path(book.file_path), link_paths)
     if not path.is_absolute():  # stored by a catalog given a relative library path: no URI can name it
         return ""
     book_format = chunk.highlight_format or book.format

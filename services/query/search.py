@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -178,9 +179,10 @@ def check_collection(
 class Searcher:
     """Runs searches against one store with one query encoder; store calls go through `call_store`."""
 
-    def __init__(self, store: Store, encoder: QueryEncoder) -> None:
+    def __init__(self, store: Store, encoder: QueryEncoder, link_paths: Mapping[Path, Path] | None = None) -> None:
         self.store = store
         self.encoder = encoder
+        self.link_paths = link_paths or {}
         self.common_words = CommonWords(store)
         self._embedded_with: dict[str, CollectionModel] = {}
 
@@ -305,8 +307,8 @@ class Searcher:
             picked, best_dropped = select_passages(ranked, terms, threshold, limit, hinted)
             unread = [ranked.hits[i] for i, _ in picked if not ranked.hits[i].payload]
             if not unread:
-                results = [passage_from_payload(ranked.hits[i].id, ranked.scores[i], ranked.hits[i].payload, matched)
-                           for i, matched in picked]
+                results = [passage_from_payload(ranked.hits[i].id, ranked.scores[i], ranked.hits[i].payload, matched,
+                                                self.link_paths) for i, matched in picked]
                 return Selection(results, best_dropped, ranked.deleted_since)
             ranked = self._read(collection, ranked, unread)
 
@@ -416,7 +418,8 @@ def select_passages(
     return selected, best_dropped
 
 
-def passage_from_payload(chunk_id: str, score: float, payload: dict[str, Any], matched_lexically: bool) -> Passage:
+def passage_from_payload(chunk_id: str, score: float, payload: dict[str, Any], matched_lexically: bool,
+                         link_paths: Mapping[Path, Path]) -> Passage:
     chunk = ChunkRecord.from_payload(payload)
     book = chunk.book
     return Passage(
@@ -442,7 +445,7 @@ def passage_from_payload(chunk_id: str, score: float, payload: dict[str, Any], m
         sequence_index=chunk.sequence_index,
         sibling_count=chunk.sibling_count,
         matched_lexically=matched_lexically,
-        link=passage_link(chunk),
+        link=passage_link(chunk, link_paths),
         kind="highlight" if chunk.level == f.Level.HIGHLIGHT else "passage",
         note=chunk.note,
     )

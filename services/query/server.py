@@ -305,7 +305,8 @@ def create_server(
     prompts = PromptLibrary.load(settings.guardians_dir, settings.response_patterns_file, settings.default_guardian)
     server_store = store or open_store(settings.store)
     client = embedder or EmbedderClient(settings.embedder_addr, settings.clients)
-    servicer = QueryServicer(Searcher(server_store, EmbedderQueryEncoder(client)), client, prompts, settings)
+    searcher = Searcher(server_store, EmbedderQueryEncoder(client), settings.link_paths)
+    servicer = QueryServicer(searcher, client, prompts, settings)
     server = build_server(
         "query",
         settings.query_listen,

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from alexandria.settings import QuerySettings
 from alexandria.store import schema as f
 from alexandria.store.records import BookRecord, ChunkRecord
 from services.query.links import passage_link
@@ -19,21 +22,32 @@ def test_a_calibre_epub_opens_in_calibres_viewer_at_the_passages_words() -> None
     chunk = _chunk("/home/me/Calibre Library/Jane Austen/Emma (2)/Emma - Jane Austen.epub", "EPUB", 2,
                    open_at="search:borrowed two umbrellas for us from")
     library = "_hex_-" + b"Calibre_Library".hex()
-    assert passage_link(chunk) == (f"calibre://view-book/{library}/2/EPUB"
+    assert passage_link(chunk, {}) == (f"calibre://view-book/{library}/2/EPUB"
                                    "?open_at=search%3Aborrowed%20two%20umbrellas%20for%20us%20from")
 
 
 def test_a_passage_without_a_place_opens_its_book() -> None:
     chunk = _chunk("/lib/A/B (7)/B.azw3", "AZW3", 7)
-    assert passage_link(chunk) == f"calibre://view-book/_hex_-{b'lib'.hex()}/7/AZW3"
+    assert passage_link(chunk, {}) == f"calibre://view-book/_hex_-{b'lib'.hex()}/7/AZW3"
 
 
 def test_a_pdf_opens_at_the_passages_first_page_and_a_local_file_as_a_file() -> None:
     pdf = _chunk("/lib/A/Persuasion (4)/Persuasion.pdf", "PDF", 4, page_start=17, page_end=18)
-    assert passage_link(pdf) == Path("/lib/A/Persuasion (4)/Persuasion.pdf").as_uri() + "#page=17"
+    assert passage_link(pdf, {}) == Path("/lib/A/Persuasion (4)/Persuasion.pdf").as_uri() + "#page=17"
     local = _chunk("/inbox/my notes.md", "MD")
-    assert passage_link(local) == "file:///inbox/my%20notes.md"
+    assert passage_link(local, {}) == "file:///inbox/my%20notes.md"
 
 
 def test_a_book_stored_with_a_relative_path_gets_no_link_and_breaks_no_answer() -> None:
-    assert passage_link(_chunk("Jane Austen/Emma (2)/Emma.pdf", "PDF", 2, page_start=3)) == ""
+    assert passage_link(_chunk("Jane Austen/Emma (2)/Emma.pdf", "PDF", 2, page_start=3), {}) == ""
+
+
+def test_books_read_in_a_container_link_to_where_the_reader_has_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LINK_PATHS", '{"/library": "/home/me/Calibre Library", "/inbox": "/home/me/inbox"}')
+    link_paths = QuerySettings().link_paths
+    epub = _chunk("/library/Jane Austen/Emma (2)/Emma - Jane Austen.epub", "EPUB", 2)
+    assert passage_link(epub, link_paths) == f"calibre://view-book/_hex_-{b'Calibre_Library'.hex()}/2/EPUB"
+    pdf = _chunk("/inbox/papers/On Whales.pdf", "PDF", page_start=4)
+    assert passage_link(pdf, link_paths) == "file:///home/me/inbox/papers/On%20Whales.pdf#page=4"
+    elsewhere = _chunk("/srv/books/notes.md", "MD")
+    assert passage_link(elsewhere, link_paths) == "file:///srv/books/notes.md"

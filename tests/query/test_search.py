@@ -447,7 +447,7 @@ async def test_the_collection_record_is_read_once_and_again_only_when_it_may_hav
 
 def _passage(text: str, sequence_index: int = 0, sibling_count: int = 0):
     payload = {f.TEXT: text, f.PARENT_ID: "p", f.SEQUENCE_INDEX: sequence_index, f.SIBLING_COUNT: sibling_count}
-    return passage_from_payload("id", 0.5, payload, matched_lexically=False)
+    return passage_from_payload("id", 0.5, payload, matched_lexically=False, link_paths={})
 
 
 def test_a_chapter_window_keeps_the_hits_with_margins_and_marks_the_cuts() -> None:
