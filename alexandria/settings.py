@@ -8,10 +8,10 @@ reference. Settings are read once at each entry point and passed down.
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 from typing import Literal
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -261,8 +261,24 @@ class QuerySettings(_Env):
     # ~25k tokens is what MCP clients accept from one tool; 4 characters a token, with headroom.
     query_response_budget_chars: int = Field(80_000, ge=4_000)
     # Where the folders this service's books were read from sit on the machine that opens the links of results
-    # (a container's mounts: {"/library": "/home/me/Calibre Library"}); a folder not named is that machine's too.
-    link_paths: dict[Path, Path] = Field(default_factory=dict)
+    # (a container's mounts: {"/library": "/home/me/Calibre Library"} or {"/library": "C:\\Users\\me\\Calibre
+    # Library"}); a folder not named is that machine's too.
+    link_paths: dict[PurePosixPath, PurePath] = Field(default_factory=dict)
+
+    @field_validator("link_paths", mode="before")
+    @classmethod
+    def _absolute_link_paths(cls, value: object) -> object:
+        if not isinstance(value, dict):
+            return value
+        paths: dict[PurePosixPath, PurePath] = {}
+        for served, seen in value.items():
+            windows = PureWindowsPath(str(seen))
+            reader_path = windows if windows.drive else PurePosixPath(str(seen))
+            if not PurePosixPath(str(served)).is_absolute() or not reader_path.is_absolute():
+                raise ValueError(f"LINK_PATHS maps {served!r} to {seen!r}: both must be absolute paths "
+                                 "(the second as the machine that opens the links writes it: /home/me/... or C:\\...)")
+            paths[PurePosixPath(str(served))] = reader_path
+        return paths
     store: StoreSettings = Field(default_factory=StoreSettings)
     clients: ClientSettings = Field(default_factory=ClientSettings)
 

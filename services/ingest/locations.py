@@ -2,60 +2,71 @@
 nowhere else in the book (at least MIN_WORDS), computed at ingest and stored with the passage.
 
 Calibre's viewer takes `open_at` as a CFI, a position, a table-of-contents entry or `search:<text>`, which opens
-the book at the first place that text occurs (calibre/gui2/viewer/ui.py). Its search compares as an ICU collator
-at primary strength that ignores punctuation (calibre/gui2/viewer/search.py): case, accents, spaces and
-punctuation aside, anywhere, even inside a word. `viewer_key` is that comparison, so words counted once here
-occur once to the viewer: "he had never seen" is found inside "she had never seen" there, and here too.
-
-The words are written with letters and digits alone. The viewer ignores the rest anyway, and Calibre decodes a
-`calibre://` URL's query twice (calibre/gui2/ui.py: `parse_qs(unquote(query))`), so an `&` or `+` in the words
-would cut or change them. A passage whose first MAX_WORDS words occur elsewhere too gets no location (its link
-opens the book).
+the book at the first place that text occurs (calibre/gui2/viewer/ui.py). Its search compares with ICU's root
+collator at primary strength, spaces and punctuation ignored (calibre/gui2/viewer/search.py, `utils/icu.py`:
+`primary_collator_without_punctuation`): case and accents aside, anywhere, even inside a word. `viewer_key` writes a
+text as that collator's primary weights (through PyICU, the same ICU), so words counted once here occur once to the
+viewer: "he had never seen" is found inside "she had never seen" there, and here too. A passage whose first
+MAX_WORDS words occur elsewhere too gets no location (its link opens the book).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-import re
-import unicodedata
 from collections.abc import Sequence
-from itertools import islice
 
-from services.ingest.documents import iter_words
+import icu
+
+from services.ingest.documents import word_spans
 
 log = logging.getLogger(__name__)
 
 MIN_WORDS = 6
 MAX_WORDS = 24
 SEARCH = "search:"
-_NOT_COMPARED = re.compile(r"[\W_]+")
+# The words are looked for among the passage's first characters: far more than MAX_WORDS words take.
+_OPENING_CHARS = 1000
+
+
+@functools.cache
+def _primary_collator() -> icu.Collator:
+    collator = icu.Collator.createInstance(icu.Locale.getRoot())
+    collator.setStrength(icu.Collator.PRIMARY)
+    collator.setAttribute(icu.UCollAttribute.ALTERNATE_HANDLING, icu.UCollAttributeValue.SHIFTED)
+    return collator
+
+
+# Each character seen so far -> its primary weights, a byte a character ("" for one the viewer ignores).
+_WEIGHTS: dict[int, str] = {}
 
 
 def viewer_key(text: str) -> str:
-    """`text` as the viewer's search compares it: its letters and digits, case and accents aside (NFKD parts
-    ligatures and drops diacritics; soft hyphens and joiners go with the punctuation)."""
-    return _NOT_COMPARED.sub("", unicodedata.normalize("NFKD", text)).casefold()
-
-
-def _search_words(passage: str) -> list[str]:
-    words = (_NOT_COMPARED.sub("", passage[start:end]) for start, end in iter_words(passage))
-    return list(islice((word for word in words if word), MAX_WORDS))
+    """`text` as the viewer's search compares it: each character's primary collation weights (its sort key's,
+    less the terminator), so "É" and "e", "ß" and "ss" are equal and spaces, punctuation and soft hyphens are
+    nothing. A match here at a character that begins no weight counts an extra occurrence, never loses one."""
+    unseen = {ord(char) for char in set(text)}.difference(_WEIGHTS)
+    for code in unseen:
+        _WEIGHTS[code] = _primary_collator().getSortKey(chr(code))[:-1].decode("latin-1")
+    return text.translate(_WEIGHTS)
 
 
 def viewer_locations(book_text: str, passages: Sequence[str]) -> list[str]:
-    """Each passage's `open_at` ("search:" and its first words), or "" where none is unique in `book_text`."""
+    """Each passage's `open_at` ("search:" and its first words, as the passage writes them), or "" where none is
+    unique in `book_text`."""
     book = viewer_key(book_text)
     locations = []
     for passage in passages:
-        words = _search_words(passage)
+        opening = passage[:_OPENING_CHARS]
+        ends = [end for _, end in word_spans(opening)[:MAX_WORDS]]
         found = ""
-        for n in range(MIN_WORDS, len(words) + 1):  # a common opening ("said she", a refrain): longer, until unique
-            probe = viewer_key("".join(words[:n]))
+        for end in ends[MIN_WORDS - 1:]:  # a common opening ("said she", a refrain): longer, until it is unique
+            probe = viewer_key(opening[:end])
             first = book.find(probe)
             if first < 0:
                 break
             if book.find(probe, first + 1) < 0:
-                found = " ".join(words[:n])
+                found = " ".join(opening[:end].split())
                 break
         locations.append(SEARCH + found if found else "")
     missing = locations.count("")

@@ -141,23 +141,28 @@ class BookWriter:
         """
         written_to = self.store.collection_target(self.collection)
         self.store.delete(self.collection, self._book(book_key, **{f.COMPLETE: False}))
+        # Named, not "all but this one": a reindex that moves the name to its rebuilt collection after the check
+        # below would have that delete drop the copy of this book the reindex made there.
+        older = self._versions(book_key)
         for start in range(0, len(points), UPSERT_BATCH):
             self.store.upsert(self.collection, points[start : start + UPSERT_BATCH])
         if self.store.collection_target(self.collection) != written_to:
             self.store.delete(self.collection, self._book(book_key, **{f.VERSION: version}))
             raise self._replaced()
-        # By its own name from here: a swap now would have the old version's delete reach the rebuilt collection,
-        # and drop the copy of this book the reindex made there.
-        try:
-            self.store.set_payload(written_to, self._book(book_key, **{f.VERSION: version}), {f.COMPLETE: True})
-            self.store.delete(written_to, Filter(must={f.BOOK_KEY: book_key}, must_not={f.VERSION: version}))
-        except NotFound:
-            if self.store.collection_target(self.collection) == written_to:
-                raise
-            raise self._replaced() from None
+        self.store.set_payload(self.collection, self._book(book_key, **{f.VERSION: version}), {f.COMPLETE: True})
+        if older:
+            self.store.delete(self.collection, self._book(book_key, **{f.VERSION: older}))
         if self.store.collection_target(self.collection) != written_to:
-            raise self._replaced()  # made whole in the collection the reindex dropped: not in the one it made
+            raise self._replaced()  # made whole in the collection the reindex dropped, not in the one it made
         return len(points)
+
+    def _versions(self, book_key: str) -> list[int]:
+        """The versions of the book the collection holds (one; two after a write stopped midway: HeldBooks)."""
+        versions: list[int] = []
+        while found := self.store.scroll(self.collection, Filter(must={f.BOOK_KEY: book_key},
+                                                                 must_not={f.VERSION: versions} if versions else {}), 1):
+            versions.append(BookRecord.from_payload(found[0].payload).version)
+        return versions
 
     def _replaced(self) -> FailedPrecondition:
         return FailedPrecondition(f"Collection '{self.collection}' was replaced by its reindex while this book was "

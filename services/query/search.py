@@ -26,7 +26,7 @@ import asyncio
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import PurePath, PurePosixPath
 from typing import Any, Protocol
 
 import numpy as np
@@ -179,7 +179,8 @@ def check_collection(
 class Searcher:
     """Runs searches against one store with one query encoder; store calls go through `call_store`."""
 
-    def __init__(self, store: Store, encoder: QueryEncoder, link_paths: Mapping[Path, Path] | None = None) -> None:
+    def __init__(self, store: Store, encoder: QueryEncoder,
+                 link_paths: Mapping[PurePosixPath, PurePath] | None = None) -> None:
         self.store = store
         self.encoder = encoder
         self.link_paths = link_paths or {}
@@ -419,7 +420,7 @@ def select_passages(
 
 
 def passage_from_payload(chunk_id: str, score: float, payload: dict[str, Any], matched_lexically: bool,
-                         link_paths: Mapping[Path, Path]) -> Passage:
+                         link_paths: Mapping[PurePosixPath, PurePath]) -> Passage:
     chunk = ChunkRecord.from_payload(payload)
     book = chunk.book
     return Passage(

@@ -47,7 +47,7 @@ async def test_highlights_are_searchable_with_their_note_and_link_and_follow_cal
         assert best["section_name"] == "Chapter 2. The Lamp" and best["book_title"] == "The Lighthouse Keeper's Almanac"
         # Calibre's viewer opens the highlight's spine item (index 1: the CFI's step /4) at its start CFI.
         assert best["link"].startswith("calibre://view-book/_hex_-") and best["link"].endswith(
-            "/1/EPUB?open_at=epubcfi%28%2F4%2F4%2F2%2F4%2F1%3A0%29")
+            "/1/EPUB?open_at=epubcfi%2528%252F4%252F4%252F2%252F4%252F1%253A0%2529")
 
         passages = await search(stack, "passages")
         assert {r["kind"] for r in passages["results"]} == {"passage"} and all(r["note"] == "" for r in passages["results"])

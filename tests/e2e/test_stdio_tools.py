@@ -49,7 +49,7 @@ async def test_every_tool_over_stdio(stack: RunningStack, inbox: Path) -> None:
         )
         assert not is_error and hits["results"] and hits["results"][0]["book_id"] == GUIDE_FR
         assert hits["results"][0]["link"].startswith(f"calibre://view-book/_hex_-{b'calibre-library'.hex()}/9/EPUB"
-                                                     "?open_at=search%3A"), hits["results"][0]
+                                                     "?open_at=search%253A"), hits["results"][0]
         guardians, _ = await call(client, "alexandria_guardians")
         assert guardians["default"] == "zec"
         stats, _ = await call(client, "alexandria_stats")

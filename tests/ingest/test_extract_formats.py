@@ -181,11 +181,11 @@ def test_a_toc_that_divides_nothing_gives_way_to_headings() -> None:
     assert source == "toc" and [c.text for c in chapters] == ["Text one.", "Text two."]
 
 
-@pytest.mark.parametrize("unclosed", ["span", "div"])
-def test_a_document_nested_deeper_than_the_parser_builds_keeps_every_paragraph(unclosed: str) -> None:
+@pytest.mark.parametrize(("unclosed", "head_end"), [("span", "</head>"), ("div", "</head>"), ("span", "")])
+def test_a_document_nested_deeper_than_the_parser_builds_keeps_every_paragraph(unclosed: str, head_end: str) -> None:
     paragraphs = "".join(f'<{unclosed} id="n{i}"><p>Paragraph <em>{i}</em> &amp; more.</p>' for i in range(600))
     document = parse_html(
-        f"<html><head><title>Deep</title></head><body>{paragraphs}"
+        f"<html><head><title>Deep</title>{head_end}<body>{paragraphs}"
         "<script>hidden()</script><h2>Notes</h2><p>The end.</p></body></html>".encode()
     )
     texts = [b.text for b in document.blocks]

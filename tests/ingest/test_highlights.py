@@ -61,5 +61,5 @@ def test_a_highlight_point_carries_its_book_its_note_and_opens_the_viewer_at_it(
     assert chunk.level == f.Level.HIGHLIGHT and chunk.book.book_key == "uuid-1" and chunk.book.version == 7
     assert (chunk.text, chunk.note, chunk.chapter_title) == (HIGHLIGHT.text, "the famous opening", "Volume I / Chapter I")
     assert chunk.open_at == viewer_location(HIGHLIGHT) == "epubcfi(/6/4/2/2:0)"  # spine item 2 is the CFI's step /6
-    assert passage_link(chunk) == (
-        "calibre://view-book/_hex_-6c6962/1/EPUB?open_at=epubcfi%28%2F6%2F4%2F2%2F2%3A0%29")
+    assert passage_link(chunk, {}) == (
+        "calibre://view-book/_hex_-6c6962/1/EPUB?open_at=epubcfi%2528%252F6%252F4%252F2%252F2%253A0%2529")

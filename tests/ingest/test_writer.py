@@ -131,15 +131,18 @@ def test_a_reindex_swap_amid_a_write_leaves_no_part_of_the_book_in_the_new_colle
     assert store.count("books") == 0, "the name now stands for the rebuilt collection, which has no part of the book"
 
 
+@pytest.mark.parametrize("first_reindex", [True, False])
 def test_a_reindex_swap_as_a_write_makes_its_book_visible_leaves_the_rebuilt_copy_of_the_book_whole(
-    store: Store, monkeypatch: pytest.MonkeyPatch
+    store: Store, monkeypatch: pytest.MonkeyPatch, first_reindex: bool
 ) -> None:
-    # "books" names "books-v1"; a reindex rebuilt it as "books-v2", this book included, and moves the name just as
-    # the write below has written its points and makes them visible.
-    for name in ("books-v1", "books-v2"):
+    # "books" is a collection (its first reindex) or names "books-v1"; a reindex rebuilt it as "books-v2", this book
+    # included, and moves the name just as the write below has written its points and makes them visible.
+    for name in ("books", "books-v2") if first_reindex else ("books-v1", "books-v2"):
         BookWriter(store, name).ensure_collection(DIMENSION, "m")
-    store.replace_collection("books", "books-v1")
-    BookWriter(store, "books-v2").write(KEY, 1, version_points(1, ["rebuilt one", "rebuilt two"]))
+    if not first_reindex:
+        store.replace_collection("books", "books-v1")
+    BookWriter(store, "books").write(KEY, 1, version_points(1, ["old one", "old two"]))
+    BookWriter(store, "books-v2").write(KEY, 2, version_points(2, ["rebuilt one", "rebuilt two"]))
     set_payload = store.set_payload
 
     def swapped_first(collection: str, where: Filter, payload: dict[str, object]) -> None:
@@ -148,7 +151,7 @@ def test_a_reindex_swap_as_a_write_makes_its_book_visible_leaves_the_rebuilt_cop
 
     monkeypatch.setattr(store, "set_payload", swapped_first)
     with pytest.raises(FailedPrecondition, match="'books' was replaced by its reindex while this book was written"):
-        BookWriter(store, "books").write(KEY, 2, version_points(2, ["new one", "new two", "new three"]))
+        BookWriter(store, "books").write(KEY, 3, version_points(3, ["new one", "new two", "new three"]))
     left = store.scroll("books", complete(**{f.BOOK_KEY: KEY}), limit=10)
     assert sorted(ChunkRecord.from_payload(r.payload).text for r in left) == ["rebuilt one", "rebuilt two"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlparse
 
 import pytest
 
@@ -23,7 +24,13 @@ def test_a_calibre_epub_opens_in_calibres_viewer_at_the_passages_words() -> None
                    open_at="search:borrowed two umbrellas for us from")
     library = "_hex_-" + b"Calibre_Library".hex()
     assert passage_link(chunk, {}) == (f"calibre://view-book/{library}/2/EPUB"
-                                   "?open_at=search%3Aborrowed%20two%20umbrellas%20for%20us%20from")
+                                       "?open_at=search%253Aborrowed%2520two%2520umbrellas%2520for%2520us%2520from")
+
+
+@pytest.mark.parametrize("words", ["Dombey & Son had often dealt", "x + y = 100% of £5 #2", "吾輩は猫である。名前"])
+def test_calibre_reads_the_words_back_whole_as_it_parses_its_links(words: str) -> None:
+    link = passage_link(_chunk("/lib/A/B (7)/B.epub", "EPUB", 7, open_at=f"search:{words}"), {})
+    assert parse_qs(unquote(urlparse(link).query)) == {"open_at": [f"search:{words}"]}  # calibre/gui2/ui.py
 
 
 def test_a_passage_without_a_place_opens_its_book() -> None:
@@ -51,3 +58,17 @@ def test_books_read_in_a_container_link_to_where_the_reader_has_them(monkeypatch
     assert passage_link(pdf, link_paths) == "file:///home/me/inbox/papers/On%20Whales.pdf#page=4"
     elsewhere = _chunk("/srv/books/notes.md", "MD")
     assert passage_link(elsewhere, link_paths) == "file:///srv/books/notes.md"
+
+
+def test_link_paths_take_the_deepest_folder_and_windows_paths_and_refuse_relative_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LINK_PATHS", r'{"/data": "/mnt/data", "/data/library": "C:\\Users\\me\\Calibre Library"}')
+    link_paths = QuerySettings().link_paths
+    pdf = _chunk("/data/library/A/B (3)/B.pdf", "PDF", 3, page_start=2)
+    assert passage_link(pdf, link_paths) == "file:///C:/Users/me/Calibre%20Library/A/B%20%283%29/B.pdf#page=2"
+    epub = _chunk("/data/library/A/B (3)/B.epub", "EPUB", 3)
+    assert passage_link(epub, link_paths) == f"calibre://view-book/_hex_-{b'Calibre_Library'.hex()}/3/EPUB"
+    monkeypatch.setenv("LINK_PATHS", '{"/library": "~/Calibre Library"}')
+    with pytest.raises(ValueError, match="LINK_PATHS maps '/library' to '~/Calibre Library': both must be absolute"):
+        QuerySettings()

@@ -154,6 +154,8 @@ class _Flattener(HTMLParser):
         self.parts.append(f'<{tag} id="{escape(element_id)}">' if element_id else f"<{tag}>")
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "body":
+            self._skipped = 0  # a <head> never closed ends here, as an HTML parser ends it
         if tag in _SKIPPED_TAGS:
             self._skipped += 1
         if self._skipped:
