@@ -493,7 +493,10 @@ class ServerStore(Store):
                     f"{self._location} cannot be reached ({exc.source}); check that it is running and that "
                     "QDRANT_URL or QDRANT_HOST/QDRANT_PORT point at it."
                 ) from exc
-            raise  # an answer this client could not read: no outage, and no retry mends it
+            raise FailedPrecondition(
+                f"{self._location} answered in a form this client cannot read ({exc.source}); the server's version "
+                "may not match qdrant-client's (see docker-compose.yml's qdrant image)."
+            ) from exc
         except ResourceExhaustedResponse as exc:
             raise ResourceExhausted(
                 f"{self._location} is rate-limiting requests ({exc.message}); retry in {exc.retry_after_s} s."
