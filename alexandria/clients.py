@@ -18,7 +18,13 @@ from grpc import aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from alexandria.errors import InternalError, Unavailable, from_rpc_error, raised_by_a_service
+from alexandria.errors import (
+    DeadlineExceeded,
+    InternalError,
+    Unavailable,
+    from_rpc_error,
+    raised_by_a_service,
+)
 from alexandria.grpc_server import MAX_MESSAGE_BYTES, client_keepalive_options
 from alexandria.settings import ClientSettings, GrpcSettings
 from alexandria.v1 import embedder_pb2, embedder_pb2_grpc
@@ -97,11 +103,13 @@ class ServiceClient:
             raise from_rpc_error(exc, self.name) from None
         raise AssertionError("unreachable: tenacity reraises")
 
-    async def stream(self, method: str, request: Any, timeout: float | None = None) -> AsyncGenerator[Any, None]:
+    async def stream(self, method: str, request: Any) -> AsyncGenerator[Any, None]:
         """A server-streaming call; retried on UNAVAILABLE only until its first message arrives. Once one has, the
         work has begun on the server (and may still be going on there): it is never sent again, and a break
-        comes out as Unavailable saying so."""
+        comes out as Unavailable saying so. It runs as long as its work takes, and fails as DeadlineExceeded
+        only once the service has sent nothing for STREAM_IDLE_S."""
         rpc = getattr(self.stub, method)
+        idle_s = self.settings.stream_idle_s
         received = False
 
         def may_send_again(exc: BaseException) -> bool:
@@ -110,10 +118,21 @@ class ServiceClient:
         try:
             async for attempt in self._retrying(may_send_again):
                 with attempt:
-                    async for message in rpc(request, timeout=timeout or self.settings.long_rpc_timeout_s):
+                    call = rpc(request)
+                    messages = aiter(call)
+                    while True:
+                        try:
+                            message = await asyncio.wait_for(anext(messages), idle_s)
+                        except StopAsyncIteration:
+                            return
+                        except TimeoutError:
+                            call.cancel()
+                            raise DeadlineExceeded(
+                                f"The {self.name} service sent nothing for {idle_s:.0f} s on {method} (STREAM_IDLE_S); "
+                                "what it finished is kept. Run it again to resume."
+                            ) from None
                         received = True
                         yield message
-                    return
         except grpc.RpcError as exc:
             # A service's own answer (a file refused halfway through its ingest) is no break: it says what it says.
             if received and not raised_by_a_service(exc):

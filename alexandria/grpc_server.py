@@ -36,6 +36,9 @@ SERVER_OPTIONS = [
 ]
 
 
+MIN_PING_INTERVAL_S = 5.0
+
+
 def client_keepalive_options(settings: GrpcSettings) -> list[tuple[str, int]]:
     """A channel's keepalive: a ping every GRPC_KEEPALIVE_S while a call is open, however long it sends nothing
     (gRPC's default stops after two pings without data)."""
@@ -47,9 +50,12 @@ def client_keepalive_options(settings: GrpcSettings) -> list[tuple[str, int]]:
 
 def server_keepalive_options(settings: GrpcSettings) -> list[tuple[str, int]]:
     """A server's ping policy, to match the clients': gRPC's default allows one ping every five minutes while no
-    data flows and answers more with GOAWAY "too_many_pings", which cuts a long stream that goes quiet."""
+    data flows and answers more with GOAWAY "too_many_pings", which cuts a long stream that goes quiet. It takes
+    one every MIN_PING_INTERVAL_S at most, or half its own GRPC_KEEPALIVE_S if less: a client given a shorter one
+    than this server (a CLI on the host, the services in containers) is answered too."""
     return [
-        ("grpc.http2.min_ping_interval_without_data_ms", int(settings.grpc_keepalive_s * 1000 / 2)),
+        ("grpc.http2.min_ping_interval_without_data_ms",
+         int(min(settings.grpc_keepalive_s / 2, MIN_PING_INTERVAL_S) * 1000)),
         ("grpc.keepalive_permit_without_calls", 1),
     ]
 

@@ -154,6 +154,9 @@ class ClientSettings(_Env):
     rpc_timeout_s: float = 15.0
     embed_timeout_s: float = 300.0
     long_rpc_timeout_s: float = 6 * 3600.0
+    # A streaming call (an ingest, a sync of 10,000 books that takes a day on a CPU, a reindex) has no deadline: it
+    # fails only when its service sends nothing for this long (each reports its progress far more often).
+    stream_idle_s: float = Field(3600.0, gt=0)
     rpc_retry_attempts: int = 4
     # A large model on a cold GPU node can take minutes to load before the embedder serves.
     embedder_start_wait_s: float = 600.0

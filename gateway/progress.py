@@ -31,20 +31,21 @@ class ProgressRelay:
         self._stage: str | None = None
         self._offset = 0.0
         self._last: float | None = None
+        self._total: float | None = None
 
     async def progress(self, event: common_pb2.Progress) -> None:
         """Forward one Progress event."""
         if event.stage != self._stage:
             self._stage = event.stage
             self._offset = self._last or 0.0
-        total = self._offset + event.total if event.total else None
+        self._total = self._offset + event.total if event.total else None
         message = event.message or f"{event.stage} {event.done}/{event.total}"
-        await self._send(self._offset + event.done, total, message)
+        await self._send(self._offset + event.done, self._total, message)
 
     async def note(self, message: str) -> None:
-        """Forward a line that marks one more unit of work done (e.g. a book of a batch)."""
-        self._stage = None
-        await self._send((self._last or 0.0) + 1, None, message)
+        """Forward a line (a finished book of a batch) at the progress reached: the stage's own events count the
+        work, so a note begins no stage (a batch's next event would then count its books done a second time)."""
+        await self._send(self._last or 0.0, self._total, message)
 
     async def _send(self, value: float, total: float | None, message: str) -> None:
         if self._last is not None and value <= self._last:

@@ -12,7 +12,7 @@ from grpc import aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from alexandria.clients import ServiceClient
-from alexandria.errors import InvalidArgument, Unavailable
+from alexandria.errors import DeadlineExceeded, InvalidArgument, Unavailable
 from alexandria.grpc_server import ServiceServer, build_server
 from alexandria.settings import ClientSettings
 
@@ -126,3 +126,43 @@ async def test_a_stream_refused_by_the_service_after_its_first_message_says_why_
         await client.close()
         await server.stop(grace=0)
     assert refusing.calls == 1
+
+
+class _Paced(_Cut):
+    """A stream that sends a message every `gap_s`, `count` of them, as a long ingest reports its progress."""
+
+    def __init__(self, gap_s: float, count: int) -> None:
+        super().__init__()
+        self.gap_s, self.count = gap_s, count
+
+    async def run(self, request: health_pb2.HealthCheckRequest, context: aio.ServicerContext) -> AsyncIterator[
+        health_pb2.HealthCheckResponse
+    ]:
+        self.calls += 1
+        for _ in range(self.count):
+            yield health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVING)
+            await asyncio.sleep(self.gap_s)
+
+
+@pytest.mark.parametrize(("gap_s", "count", "fails"), [(0.2, 15, False), (3.0, 2, True)])
+async def test_a_stream_runs_as_long_as_its_service_keeps_talking_and_fails_once_it_goes_quiet(
+    gap_s: float, count: int, fails: bool
+) -> None:
+    paced = _Paced(gap_s, count)
+    server = build_server("ingest", "127.0.0.1:0", paced.register, [])
+    await server.start()
+    # Its whole run (3 s) outlasts what a deadline of 1 s would allow: only a quiet of 1 s ends it.
+    client = ServiceClient("ingest", server.address, _CutStub, ClientSettings(stream_idle_s=1.0, long_rpc_timeout_s=1.0))
+    received = []
+    try:
+        if fails:
+            with pytest.raises(DeadlineExceeded, match="sent nothing for 1 s on Run .STREAM_IDLE_S."):
+                async for message in client.stream("Run", health_pb2.HealthCheckRequest()):
+                    received.append(message.status)
+        else:
+            async for message in client.stream("Run", health_pb2.HealthCheckRequest()):
+                received.append(message.status)
+    finally:
+        await client.close()
+        await server.stop(grace=0)
+    assert len(received) == (1 if fails else count) and paced.calls == 1

@@ -273,7 +273,8 @@ class CollectionReindex:
         of highlights answer on either side of it."""
         if all(is_local_book_key(book.book_key) for book in held):
             return
-        listed = await self.catalog.call("ListLibraryFiles", catalog_pb2.ListLibraryFilesRequest())
+        listed = await self.catalog.call("ListLibraryFiles", catalog_pb2.ListLibraryFilesRequest(),
+                                         timeout=self.catalog.settings.long_rpc_timeout_s)
         highlights = HighlightSync(self.ingestor.store, self.ingestor.embedder, target)
         await highlights.apply(await asyncio.to_thread(highlights.plan, list(listed.books)))
 
@@ -282,7 +283,8 @@ class CollectionReindex:
         gone: dict[str, str] = {}
         library: dict[str, catalog_pb2.LibraryFile] = {}
         if any(not is_local_book_key(book.book_key) for book in held):
-            listed = await self.catalog.call("ListLibraryFiles", catalog_pb2.ListLibraryFilesRequest())
+            listed = await self.catalog.call("ListLibraryFiles", catalog_pb2.ListLibraryFilesRequest(),
+                                             timeout=self.catalog.settings.long_rpc_timeout_s)
             library = {entry.uuid: entry for entry in listed.books}
         for book in held:
             if is_local_book_key(book.book_key):

@@ -28,7 +28,7 @@ from pathlib import Path
 from alexandria.book_formats import FormatPreference
 from alexandria.book_identity import FileStamp, FileVersion, is_local_book_key
 from alexandria.clients import ServiceClient
-from alexandria.errors import FailedPrecondition
+from alexandria.errors import DeadlineExceeded, FailedPrecondition, ResourceExhausted, Unavailable
 from alexandria.model_languages import coverage_note
 from alexandria.store import Filter, finish_before_cancel
 from alexandria.store import schema as f
@@ -233,8 +233,10 @@ class LibrarySync:
         state = SyncState(self.state_dir, request.collection)
         with state.locked():
             preference = request.format_preference.to_proto()
+            # Long: it looks at every book's file on disk, 10,000 of them on a network share take a minute or more.
             listed = await self.catalog.call("ListLibraryFiles",
-                                             catalog_pb2.ListLibraryFilesRequest(format_preference=preference))
+                                             catalog_pb2.ListLibraryFilesRequest(format_preference=preference),
+                                             timeout=self.catalog.settings.long_rpc_timeout_s)
             writer = BookWriter(self.ingestor.store, request.collection)
             model = await self.ingestor.embedder.model_info()
             if await asyncio.to_thread(self.ingestor.store.collection_info, request.collection) is not None:
@@ -322,4 +324,7 @@ class LibrarySync:
             state.save_failures(failures)
 
         batch = [BatchBook(b.book_id, b.title, b.author) for b in books.values()]
-        outcome.rows = await ingest_batch(batch, resolve, ingest, report, remember, stage="sync")
+        # A service down or full fails every book alike, in a fraction of a second each: that ends the sync (the
+        # next one resumes) instead of recording each book as failed, which later syncs would skip.
+        outcome.rows = await ingest_batch(batch, resolve, ingest, report, remember, stage="sync",
+                                          fatal=(Unavailable, DeadlineExceeded, ResourceExhausted))

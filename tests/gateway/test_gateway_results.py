@@ -141,6 +141,21 @@ async def test_progress_only_grows_across_stages_and_notes() -> None:
     assert ctx.sent[4][2] == "book 1 done"
 
 
+@pytest.mark.asyncio
+async def test_a_batch_reads_as_its_books_done_whatever_rows_come_between() -> None:
+    ctx = RecordingContext()
+    relay = ProgressRelay(ctx)  # type: ignore[arg-type]
+    for book in range(3):
+        await relay.progress(common_pb2.Progress(stage="batch", done=1000 * book + 500, total=4000))
+        await relay.progress(common_pb2.Progress(stage="batch", done=1000 * (book + 1), total=4000))
+        await relay.note(f"book {book + 1}: success")
+    shown = [(round(value), total) for value, total, _ in ctx.sent]
+    assert shown == [(500, 4000), (1000, 4000), (1000, 4000), (1500, 4000), (2000, 4000), (2000, 4000),
+                     (2500, 4000), (3000, 4000), (3000, 4000)]
+    values = [value for value, _, _ in ctx.sent]
+    assert values == sorted(values) and len(set(values)) == len(values)
+
+
 def test_batch_rows_read_as_one_line() -> None:
     assert describe_row(canned.ROWS[0]) == "The Lighthouse Keeper's Almanac (id 1): success, 202 chunks"
     assert describe_row(canned.ROWS[2]) == "Storm (id 3): failed: No EPUB file on disk."

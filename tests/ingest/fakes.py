@@ -13,6 +13,7 @@ from query.fakes import DIMENSION, MODEL
 
 from alexandria.clients import WINDOW_OVERLAP_TOKENS, EmbeddedTexts
 from alexandria.errors import NotFound
+from alexandria.settings import ClientSettings
 from alexandria.v1 import catalog_pb2, embedder_pb2
 
 
@@ -24,6 +25,7 @@ class FakeCatalog:
     library: catalog_pb2.ListLibraryFilesResponse = field(default_factory=catalog_pb2.ListLibraryFilesResponse)
     resolved: dict[int, catalog_pb2.ResolveBookFileResponse] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
+    settings: ClientSettings = field(default_factory=ClientSettings)
 
     async def call(self, method: str, request: Message, timeout: float | None = None,
                    wait_for_ready: bool = False) -> Message:

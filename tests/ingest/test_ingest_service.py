@@ -20,7 +20,7 @@ from query.fakes import embedded_store
 
 from alexandria.book_identity import FileVersion
 from alexandria.clients import ServiceClient, wait_until_serving
-from alexandria.errors import FailedPrecondition, NotFound
+from alexandria.errors import FailedPrecondition, NotFound, Unavailable
 from alexandria.progress import follow
 from alexandria.settings import ClientSettings, IngestSettings, StoreSettings
 from alexandria.store import Store, StoredPoint
@@ -211,7 +211,7 @@ async def test_a_book_being_written_is_not_removed_until_its_ingest_ends(
 async def test_an_ingest_cancelled_while_it_writes_holds_the_book_until_its_write_is_over(
         service: IngestService, monkeypatch: pytest.MonkeyPatch) -> None:
     path, ingesting, release = await _ingest_held_after_its_first_batch(service, monkeypatch)
-    work = [task for task in asyncio.all_tasks() if "run_with_progress" in task.get_coro().__qualname__]
+    work = [task for task in asyncio.all_tasks() if "run_with_progress" in getattr(task.get_coro(), "__qualname__", "")]
     assert len(work) == 1
     ingesting.cancel()  # the client goes away: the service cancels the ingest's task
     with pytest.raises(asyncio.CancelledError):
@@ -273,6 +273,23 @@ async def test_a_sync_reads_the_listed_files_and_skips_a_book_that_failed_with_t
     assert [b.title for b in again.plan.no_file] == ["Lost"] and again.plan.unchanged == 1
     assert "0 added, 0 replaced, 0 removed, 0 failed, 1 skipped, 1 unchanged, 1 with no file on disk" in again.summary
     assert "ResolveBookFile" not in service.catalog.calls, "the sync reads the files the catalog listed"
+
+
+async def test_a_sync_ends_when_the_embedder_is_down_and_records_no_book_as_failed(
+        service: IngestService, monkeypatch: pytest.MonkeyPatch) -> None:
+    books = [listed(n, f"Keeper {n}", service.book_file(f"keeper{n}.txt")) for n in (1, 2, 3)]
+    service.catalog.library = catalog_pb2.ListLibraryFilesResponse(books=books)
+
+    async def restarting(*args: object, **kwargs: object) -> None:
+        raise Unavailable("The embedder is shutting down; retry, another replica will answer.")
+
+    monkeypatch.setattr(service.embedder, "embed_many", restarting)
+    with pytest.raises(Unavailable, match="embedder is shutting down"):
+        await service.run("SyncLibrary", ingest_pb2.SyncLibraryRequest(options=options()))
+    monkeypatch.undo()
+    again = await service.run("SyncLibrary", ingest_pb2.SyncLibraryRequest(options=options()))
+    assert isinstance(again, ingest_pb2.SyncResult)
+    assert again.added == 3 and not again.plan.skip_failed, "the books the outage stopped are not skipped as failed"
 
 
 async def test_a_sync_leaves_a_book_held_whole_twice_by_a_stopped_write_with_its_newest_and_a_dry_run_leaves_both(
