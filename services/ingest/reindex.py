@@ -28,6 +28,7 @@ one writing at the moment of the swap takes back what reached the new collection
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import secrets
@@ -305,7 +306,9 @@ class CollectionReindex:
             book = books[batch_book.id]
             try:
                 if book.calibre_id is None:
-                    source = await self.sources.local(book.file_path, book.title, book.author, book.language)
+                    # Scanned pages read as an ingest reads them (INGEST_OCR_MAX_PAGES, TESSDATA_PREFIX).
+                    ocr = dataclasses.replace(self.ingestor.ocr, language=book.language or None)
+                    source = await self.sources.local(book.file_path, book.title, book.author, book.language, ocr)
                 else:
                     source = await self.sources.calibre(book.calibre_id, FormatPreference.to_read_again(book.format))
             except NotFound:

@@ -13,6 +13,7 @@ from alexandria.store.records import BookRecord
 from alexandria.v1 import catalog_pb2
 from services.ingest.batch import BatchStatus
 from services.ingest.documents import ChunkingParams
+from services.ingest.extract.ocr import OcrOptions
 from services.ingest.reindex import (
     DELETED,
     CollectionReindex,
@@ -139,15 +140,24 @@ def test_a_reindex_holds_the_sync_lock_and_a_sync_is_told_so(tmp_path: Path) -> 
 
 
 class _Sources:
-    """Calibre as it is mid-reindex: book 2 was deleted after the plan was made."""
+    """Calibre as it is mid-reindex: book 2 was deleted after the plan was made. Local files are read as asked."""
+
+    def __init__(self) -> None:
+        self.local_ocr: list[OcrOptions] = []
 
     async def calibre(self, book_id: int, preference: object) -> str:
         if book_id == 2:
             raise NotFound("No book with id 2 in the Calibre library at /library; use alexandria_search to find a book's id.")
         return f"book {book_id}"
 
+    async def local(self, file_path: str, title: str, author: str, language: str, ocr: OcrOptions) -> str:
+        self.local_ocr.append(ocr)
+        return file_path
+
 
 class _Ingestor:
+    ocr = OcrOptions(max_pages=40, tessdata=Path("/srv/tessdata"))
+
     async def ingest(self, source: str, collection: str, params: object, hierarchical: bool, report: object) -> object:
         return SimpleNamespace(chunks=7)
 
@@ -162,3 +172,11 @@ async def test_a_book_deleted_from_calibre_during_the_reindex_is_gone_not_failed
     assert [(g.book.book_key, g.reason) for g in plan.gone] == [("b", "deleted from Calibre during the reindex")]
     outcome = ReindexOutcome("library", NEW, OLD, plan, rows, swapped=True)
     assert outcome.failed == [] and "1 whose source is gone, 0 failed; 1 left out" in outcome.summary()
+
+
+async def test_a_local_scan_is_read_again_with_the_services_ocr_settings_in_its_language() -> None:
+    plan = plan_reindex([book("local:abc", file_path="/inbox/scan.pdf", language="deu")], set(), {})
+    sources = _Sources()
+    reindex = CollectionReindex(None, sources, _Ingestor(), Path("unused"))  # type: ignore[arg-type]
+    await reindex._rebuild(plan, "target", lambda *progress: None)
+    assert [(o.max_pages, o.tessdata, o.language) for o in sources.local_ocr] == [(40, Path("/srv/tessdata"), "deu")]
