@@ -122,7 +122,8 @@ class ServiceClient:
                     messages = aiter(call)
                     while True:
                         try:
-                            message = await asyncio.wait_for(anext(messages), idle_s)
+                            async with asyncio.timeout(idle_s):  # no task of its own: a caller's cancel stays one
+                                message = await anext(messages)
                         except StopAsyncIteration:
                             return
                         except TimeoutError:
@@ -246,12 +247,14 @@ class EmbedderClient(ServiceClient):
         return vector
 
     async def embed_windows(
-        self, passages: Sequence[tuple[str, str]], overlap_tokens: int = WINDOW_OVERLAP_TOKENS
+        self, passages: Sequence[tuple[str, str]], overlap_tokens: int = WINDOW_OVERLAP_TOKENS,
+        on_embedded: Callable[[int], None] | None = None,
     ) -> list[np.ndarray]:
         """Each (header, text) passage's window vectors (EmbedWindows), one (windows, dimension) array a
         passage. The passages go in slices, a few at once: enough to keep the model's batches full. Bulk work
         like EmbedStream, each slice has the long deadline: a large model on a CPU takes tens of seconds for
-        one (all-mpnet-base-v2 missed the short one)."""
+        one (all-mpnet-base-v2 missed the short one). `on_embedded` hears how many passages each slice held as
+        it is answered: progress every few seconds, not once for all."""
         in_flight = asyncio.Semaphore(WINDOW_REQUESTS_IN_FLIGHT)
 
         async def embed(part: Sequence[tuple[str, str]]) -> embedder_pb2.EmbedWindowsResponse:
@@ -261,6 +264,8 @@ class EmbedderClient(ServiceClient):
                         passages=[embedder_pb2.WindowedPassage(header=header, text=text) for header, text in part],
                         overlap_tokens=overlap_tokens),
                     timeout=self.settings.long_rpc_timeout_s)
+                if on_embedded is not None:
+                    on_embedded(len(part))
                 return response
 
         responses = await asyncio.gather(*(

@@ -188,11 +188,16 @@ class BookIngestor:
         """Each passage's window vectors (the embedder cuts them to fit its model), a slice at a time."""
         passages = [(window_header(title, chunk.locator.chapter_title), chunk.text) for chunk in chunks]
         vectors: list[np.ndarray] = []
+        done = 0
+
+        def embedded(count: int) -> None:
+            nonlocal done
+            done += count
+            report("embed windows", done, len(passages), f"embedded the windows of {done:,} of {len(passages):,} passages")
+
         report("embed windows", 0, len(passages), f"embedding the windows of {len(passages):,} passages")
         for start in range(0, len(passages), EMBED_SLICE):
-            vectors += await self.embedder.embed_windows(passages[start : start + EMBED_SLICE])
-            done = min(start + EMBED_SLICE, len(passages))
-            report("embed windows", done, len(passages), f"embedded the windows of {done:,} of {len(passages):,} passages")
+            vectors += await self.embedder.embed_windows(passages[start : start + EMBED_SLICE], on_embedded=embedded)
         return vectors
 
     async def prepare(self, source: BookToIngest, report: Report) -> PreparedBook:

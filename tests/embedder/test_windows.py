@@ -64,6 +64,9 @@ async def test_embed_windows_returns_each_passages_window_vectors(
 ) -> None:
     passages = [(HEADER, PASSAGE), ("Emma, Volume I\n", "Emma Woodhouse, handsome, clever, and rich."), (HEADER, "")]
     vectors = await embedder.client.embed_windows(passages, overlap_tokens=64)
+    answered: list[int] = []
+    await embedder.client.embed_windows(passages * 30, overlap_tokens=64, on_embedded=answered.append)
+    assert sorted(answered) == [26, 32, 32]  # each slice as it is answered
     windows = [embedding_model.windows(header, text, overlap=64) for header, text in passages]
     assert [len(v) for v in vectors] == [len(w) for w in windows] and len(windows[0]) > 1
     expected = embedding_model.sentence_transformer.encode(

@@ -4,7 +4,7 @@ embedder client giving every text the same unit vector for the same words."""
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -62,10 +62,13 @@ class FakeEmbedder:
         return EmbeddedTexts(vectors / np.linalg.norm(vectors, axis=1, keepdims=True), 0)
 
     async def embed_windows(
-        self, passages: Sequence[tuple[str, str]], overlap_tokens: int = WINDOW_OVERLAP_TOKENS
+        self, passages: Sequence[tuple[str, str]], overlap_tokens: int = WINDOW_OVERLAP_TOKENS,
+        on_embedded: Callable[[int], None] | None = None,
     ) -> list[np.ndarray]:
         """One window a passage: its header and text."""
         vectors = (await self.embed_many([header + text for header, text in passages])).vectors
+        if on_embedded is not None:
+            on_embedded(len(passages))
         return [vectors[n : n + 1] for n in range(len(passages))]
 
     async def close(self) -> None:

@@ -211,7 +211,7 @@ async def test_a_book_being_written_is_not_removed_until_its_ingest_ends(
 async def test_an_ingest_cancelled_while_it_writes_holds_the_book_until_its_write_is_over(
         service: IngestService, monkeypatch: pytest.MonkeyPatch) -> None:
     path, ingesting, release = await _ingest_held_after_its_first_batch(service, monkeypatch)
-    work = [task for task in asyncio.all_tasks() if "run_with_progress" in getattr(task.get_coro(), "__qualname__", "")]
+    work = [task for task in asyncio.all_tasks() if "run_with_progress" in task.get_coro().__qualname__]
     assert len(work) == 1
     ingesting.cancel()  # the client goes away: the service cancels the ingest's task
     with pytest.raises(asyncio.CancelledError):
