@@ -120,20 +120,22 @@ class ServiceClient:
                 with attempt:
                     call = rpc(request)
                     messages = aiter(call)
-                    while True:
-                        try:
-                            async with asyncio.timeout(idle_s):  # no task of its own: a caller's cancel stays one
-                                message = await anext(messages)
-                        except StopAsyncIteration:
-                            return
-                        except TimeoutError:
-                            call.cancel()
-                            raise DeadlineExceeded(
-                                f"The {self.name} service sent nothing for {idle_s:.0f} s on {method} (STREAM_IDLE_S); "
-                                "what it finished is kept. Run it again to resume."
-                            ) from None
-                        received = True
-                        yield message
+                    try:
+                        while True:
+                            try:
+                                async with asyncio.timeout(idle_s):  # no task of its own: a caller's cancel stays one
+                                    message = await anext(messages)
+                            except StopAsyncIteration:
+                                return
+                            except TimeoutError:
+                                raise DeadlineExceeded(
+                                    f"The {self.name} service sent nothing for {idle_s:.0f} s on {method} "
+                                    "(STREAM_IDLE_S); what it finished is kept. Run it again to resume."
+                                ) from None
+                            received = True
+                            yield message
+                    finally:
+                        call.cancel()  # a caller that stopped reading, or gave up on the service: it stops too
         except grpc.RpcError as exc:
             # A service's own answer (a file refused halfway through its ingest) is no break: it says what it says.
             if received and not raised_by_a_service(exc):

@@ -36,7 +36,8 @@ SERVER_OPTIONS = [
 ]
 
 
-MIN_PING_INTERVAL_S = 5.0
+# gRPC's own floor for a client's keepalive: whatever GRPC_KEEPALIVE_S a client was given, its pings are taken.
+MIN_PING_INTERVAL_S = 1.0
 
 
 def client_keepalive_options(settings: GrpcSettings) -> list[tuple[str, int]]:
@@ -51,11 +52,10 @@ def client_keepalive_options(settings: GrpcSettings) -> list[tuple[str, int]]:
 def server_keepalive_options(settings: GrpcSettings) -> list[tuple[str, int]]:
     """A server's ping policy, to match the clients': gRPC's default allows one ping every five minutes while no
     data flows and answers more with GOAWAY "too_many_pings", which cuts a long stream that goes quiet. It takes
-    one every MIN_PING_INTERVAL_S at most, or half its own GRPC_KEEPALIVE_S if less: a client given a shorter one
-    than this server (a CLI on the host, the services in containers) is answered too."""
+    one every MIN_PING_INTERVAL_S: a client given a shorter GRPC_KEEPALIVE_S than this server (a CLI on the host, the
+    services in containers) is answered too."""
     return [
-        ("grpc.http2.min_ping_interval_without_data_ms",
-         int(min(settings.grpc_keepalive_s / 2, MIN_PING_INTERVAL_S) * 1000)),
+        ("grpc.http2.min_ping_interval_without_data_ms", int(MIN_PING_INTERVAL_S * 1000)),
         ("grpc.keepalive_permit_without_calls", 1),
     ]
 

@@ -28,7 +28,6 @@ one writing at the moment of the swap takes back what reached the new collection
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import os
 import secrets
@@ -53,7 +52,7 @@ from alexandria.v1 import catalog_pb2
 from services.ingest.batch import BatchBook, BatchRow, BatchStatus, ingest_batch
 from services.ingest.documents import ChunkingParams
 from services.ingest.highlights import HighlightSync
-from services.ingest.pipeline import BookIngestor, BookToIngest
+from services.ingest.pipeline import BookIngestor, BookToIngest, ocr_options
 from services.ingest.progress import Report
 from services.ingest.sources import BookSources
 from services.ingest.sync import NO_FILE, SyncState
@@ -306,8 +305,9 @@ class CollectionReindex:
             book = books[batch_book.id]
             try:
                 if book.calibre_id is None:
-                    # Scanned pages read as an ingest reads them (INGEST_OCR_MAX_PAGES, TESSDATA_PREFIX).
-                    ocr = dataclasses.replace(self.ingestor.ocr, language=book.language or None)
+                    # Scanned pages read as an ingest reads them (INGEST_OCR_MAX_PAGES, TESSDATA_PREFIX), each page
+                    # reported: a stream that sends nothing for STREAM_IDLE_S is given up on.
+                    ocr = ocr_options(report, book.language or None, self.ingestor.ocr)
                     source = await self.sources.local(book.file_path, book.title, book.author, book.language, ocr)
                 else:
                     source = await self.sources.calibre(book.calibre_id, FormatPreference.to_read_again(book.format))

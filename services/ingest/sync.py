@@ -28,7 +28,7 @@ from pathlib import Path
 from alexandria.book_formats import FormatPreference
 from alexandria.book_identity import FileStamp, FileVersion, is_local_book_key
 from alexandria.clients import ServiceClient
-from alexandria.errors import DeadlineExceeded, FailedPrecondition, ResourceExhausted, Unavailable
+from alexandria.errors import FailedPrecondition, Unavailable
 from alexandria.model_languages import coverage_note
 from alexandria.store import Filter, finish_before_cancel
 from alexandria.store import schema as f
@@ -324,7 +324,11 @@ class LibrarySync:
             state.save_failures(failures)
 
         batch = [BatchBook(b.book_id, b.title, b.author) for b in books.values()]
-        # A service down or full fails every book alike, in a fraction of a second each: that ends the sync (the
-        # next one resumes) instead of recording each book as failed, which later syncs would skip.
-        outcome.rows = await ingest_batch(batch, resolve, ingest, report, remember, stage="sync",
-                                          fatal=(Unavailable, DeadlineExceeded, ResourceExhausted))
+        # A service that cannot be reached fails every book alike, in a fraction of a second each: that ends the sync
+        # (the next one resumes) instead of recording each book as failed, which later syncs would skip. A deadline
+        # or a refused size may be the book's own doing, and is recorded as its failure.
+        try:
+            outcome.rows = await ingest_batch(batch, resolve, ingest, report, remember, stage="sync", fatal=(Unavailable,))
+        except Unavailable as exc:
+            raise Unavailable(f"The sync stopped: {exc.message} The books it finished are kept; run it again (or let "
+                              "the automatic sync go on) once the service is back.") from exc

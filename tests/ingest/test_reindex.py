@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -152,6 +153,7 @@ class _Sources:
 
     async def local(self, file_path: str, title: str, author: str, language: str, ocr: OcrOptions) -> str:
         self.local_ocr.append(ocr)
+        await asyncio.to_thread(ocr.progress, 1, 2)  # a page read, as extraction reports it from its thread
         return file_path
 
 
@@ -178,5 +180,7 @@ async def test_a_local_scan_is_read_again_with_the_services_ocr_settings_in_its_
     plan = plan_reindex([book("local:abc", file_path="/inbox/scan.pdf", language="deu")], set(), {})
     sources = _Sources()
     reindex = CollectionReindex(None, sources, _Ingestor(), Path("unused"))  # type: ignore[arg-type]
-    await reindex._rebuild(plan, "target", lambda *progress: None)
+    heard: list[tuple[object, ...]] = []
+    await reindex._rebuild(plan, "target", lambda *progress: heard.append(progress))
     assert [(o.max_pages, o.tessdata, o.language) for o in sources.local_ocr] == [(40, Path("/srv/tessdata"), "deu")]
+    assert ("ocr", 1, 2, "ocr 1/2 pages") in heard, "each page read is progress: the stream is not given up on"
