@@ -270,10 +270,15 @@ class EmbedderClient(ServiceClient):
                     on_embedded(len(part))
                 return response
 
-        responses = await asyncio.gather(*(
-            embed(passages[start : start + WINDOWED_PASSAGES_PER_REQUEST])
-            for start in range(0, len(passages), WINDOWED_PASSAGES_PER_REQUEST)
-        ))
+        # A task group, not gather: once a slice fails, the others are cancelled rather than left to run on and
+        # report progress after the book has failed.
+        try:
+            async with asyncio.TaskGroup() as slices:
+                requests = [slices.create_task(embed(passages[start : start + WINDOWED_PASSAGES_PER_REQUEST]))
+                            for start in range(0, len(passages), WINDOWED_PASSAGES_PER_REQUEST)]
+        except BaseExceptionGroup as failed:
+            raise failed.exceptions[0] from None
+        responses = [request.result() for request in requests]
         vectors: list[np.ndarray] = []
         for response in responses:
             rows = np.frombuffer(response.vectors, dtype="<f4").reshape(-1, response.dimension)

@@ -11,10 +11,11 @@ import pytest
 from grpc import aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from alexandria.clients import ServiceClient
+from alexandria.clients import WINDOWED_PASSAGES_PER_REQUEST, EmbedderClient, ServiceClient
 from alexandria.errors import DeadlineExceeded, InvalidArgument, Unavailable
 from alexandria.grpc_server import ServiceServer, build_server
 from alexandria.settings import ClientSettings
+from alexandria.v1 import embedder_pb2
 
 # gRPC sends a keepalive ping at most once a second, whatever is asked.
 KEEPALIVE_S = 1.0
@@ -166,3 +167,28 @@ async def test_a_stream_runs_as_long_as_its_service_keeps_talking_and_fails_once
         await client.close()
         await server.stop(grace=0)
     assert len(received) == (1 if fails else count) and paced.calls == 1
+
+
+async def test_window_slices_still_running_are_cancelled_once_one_fails() -> None:
+    """A book whose windows fail stops there: the other slices neither run on nor report progress after it."""
+    client = EmbedderClient("127.0.0.1:1", ClientSettings())
+    cancelled: list[int] = []
+
+    async def call(method: str, request: embedder_pb2.EmbedWindowsRequest, timeout: float | None = None) -> None:
+        if request.passages[0].header == "refused":
+            raise InvalidArgument("the first slice is refused")
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.append(len(request.passages))
+            raise
+
+    client.call = call
+    passages = [("refused", "text")] + [("header", "text")] * (2 * WINDOWED_PASSAGES_PER_REQUEST)
+    answered: list[int] = []
+    try:
+        with pytest.raises(InvalidArgument, match="first slice is refused"):
+            await asyncio.wait_for(client.embed_windows(passages, on_embedded=answered.append), timeout=10)
+    finally:
+        await client.close()
+    assert sorted(cancelled) == [1, WINDOWED_PASSAGES_PER_REQUEST] and answered == []
