@@ -120,6 +120,14 @@ class ExtractedBook:
     ocr_pages: frozenset[int] = frozenset()  # pages (1-based) whose text was read by OCR
     # Tesseract's name of the book's language when its data was not installed: OCR read the pages as English.
     ocr_missing_language: str | None = None
+    # The whole text as a reader's viewer shows it (markup formats: headings and footnote markers in it); None where
+    # the chapters' text is all there is.
+    reader_text: str | None = None
+
+    @property
+    def viewer_text(self) -> str:
+        """What a viewer's search of the book searches: `reader_text`, else the chapters' text."""
+        return self.reader_text if self.reader_text is not None else "\n".join(c.text for c in self.chapters)
 
     @property
     def author(self) -> str | None:

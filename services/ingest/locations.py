@@ -53,24 +53,35 @@ def viewer_key(text: str) -> str:
 
 def viewer_locations(book_text: str, passages: Sequence[str]) -> list[str]:
     """Each passage's `open_at` ("search:" and its first words, as the passage writes them), or "" where none is
-    unique in `book_text`."""
+    unique in `book_text`: the book as a reader's viewer shows it (ExtractedBook.viewer_text)."""
     book = viewer_key(book_text)
-    locations = []
-    for passage in passages:
-        opening = passage[:_OPENING_CHARS]
-        ends = [end for _, end in word_spans(opening)[:MAX_WORDS]]
-        found = ""
-        for end in ends[MIN_WORDS - 1:]:  # a common opening ("said she", a refrain): longer, until it is unique
-            probe = viewer_key(opening[:end])
-            first = book.find(probe)
-            if first < 0:
-                break
-            if book.find(probe, first + 1) < 0:
-                found = " ".join(opening[:end].split())
-                break
-        locations.append(SEARCH + found if found else "")
+    locations = [_location(book, passage[:_OPENING_CHARS]) for passage in passages]
     missing = locations.count("")
     if missing:
-        log.info("%d of %d passages open the book at its start: their first %d words occur elsewhere too",
+        log.info("%d of %d passages open the book at its start: no run of their first %d words is unique in it",
                  missing, len(passages), MAX_WORDS)
     return locations
+
+
+def _location(book: str, opening: str) -> str:
+    """"search:" and the fewest of the opening's first words (MIN_WORDS at least) that occur once in `book`.
+
+    Words the viewer does not find together have something between them in the book that the passage leaves out (a
+    footnote marker): the run starts again past that point, so the link opens a few words into the passage."""
+    spans = word_spans(opening)[:MAX_WORDS]
+    first_word = 0
+    while first_word + MIN_WORDS <= len(spans):
+        start = spans[first_word][0] if first_word else 0  # from the passage's start, its opening quote too
+        for last_word in range(first_word + MIN_WORDS - 1, len(spans)):
+            words = opening[start:spans[last_word][1]]
+            probe = viewer_key(words)
+            first = book.find(probe)
+            if first < 0:
+                # Found with one word fewer, the gap is before the last word; else it is among the first words.
+                first_word = last_word if last_word > first_word + MIN_WORDS - 1 else first_word + 1
+                break
+            if book.find(probe, first + 1) < 0:
+                return SEARCH + " ".join(words.split())
+        else:
+            return ""  # a common opening ("said she", a refrain) all the way: longer found nothing unique
+    return ""

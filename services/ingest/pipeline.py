@@ -297,7 +297,7 @@ class BookIngestor:
             )
             # A PDF's passages are opened at their page; the other formats' by their first words.
             open_at = [] if book.format == BookFormat.PDF else await asyncio.to_thread(
-                viewer_locations, "\n".join(chapter.text for chapter in prepared.book.chapters),
+                viewer_locations, prepared.book.viewer_text,
                 [c.text for c in chunked.chunks])
             points = build_points(book, chunked, prepared.vectors, window_vectors, parent_vectors, open_at)
             await written_reporting_waits(asyncio.to_thread(writer.write, book.book_key, book.version, points),

@@ -167,6 +167,13 @@ def test_html_inline_markup_and_note_markers(markup: str, text: str) -> None:
     assert [b.text for b in document.blocks] == [text]
 
 
+def test_a_paragraph_keeps_its_note_markers_as_a_reader_sees_them() -> None:
+    document = parse_html(b'<html><body><p>word<a href="#fn2">[2]</a> next<sup>*</sup> and 10<sup>6</sup></p>'
+                          b"<p>plain</p></body></html>")
+    assert [(b.text, b.reader_text) for b in document.blocks] == [
+        ("word next and 10^6", "word[2] next* and 106"), ("plain", None)]
+
+
 def test_a_toc_that_divides_nothing_gives_way_to_headings() -> None:
     blocks = [
         Block("One", heading_level=1),

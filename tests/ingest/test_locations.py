@@ -55,6 +55,38 @@ def test_accents_and_case_aside_and_scripts_without_spaces_or_with_vowel_signs_g
     assert found[1].startswith("search:हिन्दी भाषा बह") and book.count(found[1].removeprefix("search:")) == 1
 
 
+def test_a_passage_whose_first_words_hold_a_footnote_marker_opens_past_the_marker(tmp_path: Path) -> None:
+    """The passage leaves the marker out and the viewer shows it ("truth1 universally"): words on both sides of it
+    are never found together there."""
+    from lxml import html
+
+    paragraphs = [
+        ('It is a truth<a epub:type="noteref" href="#n1">1</a> universally acknowledged that a single man in '
+        "possession of a good fortune must be in want of a wife."),
+        "However little known the feelings or views of such a man may be, this truth is so well fixed abroad.",
+        ('This truth is so well fixed<a href="#n2">[2]</a> in the minds of the surrounding families that he is '
+        "considered the rightful property of some one or other of their daughters."),
+        "My dear Mr. Bennet, said his lady to him one day, have you heard that Netherfield Park is let at last?",
+    ]
+    markup = ('<html xmlns:epub="http://www.idpf.org/2007/ops"><body>'
+              + "".join(f"<p>{p}</p>" for p in paragraphs) + "</body></html>")
+    (tmp_path / "annotated.html").write_text(markup)
+    extracted = extract_book(tmp_path / "annotated.html")
+    passages = [block for block in extracted.chapters[0].text.split("\n\n")]
+    assert passages[0].startswith("It is a truth universally")
+    viewer = viewer_key(html.fromstring(markup).text_content())
+
+    locations = viewer_locations(extracted.viewer_text, passages)
+    assert locations[0] == "search:universally acknowledged that a single man"
+    # its first six words occur before it too, and one more reaches the marker: the run starts again after it
+    assert locations[2] == "search:in the minds of the surrounding"
+    assert locations[3] == "search:My dear Mr. Bennet, said his"
+    for passage, location in zip(passages, locations, strict=True):
+        words = viewer_key(location.removeprefix("search:"))
+        at = viewer.find(words)
+        assert at >= 0 and viewer.find(words, at + 1) < 0 and words in viewer_key(passage)
+
+
 def _viewer_text(epub: Path) -> str:
     """The book as Calibre's viewer searches it: the text of its spine's documents in reading order, read
     straight from the EPUB's XHTML (not through ingest's extractor), compared as the viewer compares."""
@@ -82,7 +114,7 @@ def test_200_passages_of_the_shared_library_open_where_they_begin(shared_corpus:
         sentences = segment(extracted)
         chunked = chunk_book(extracted, sentences, np.zeros(max(0, len(sentences) - 1)), ChunkingParams())
         passages = [chunk.text for chunk in chunked.chunks]
-        locations = viewer_locations("\n".join(chapter.text for chapter in extracted.chapters), passages)
+        locations = viewer_locations(extracted.viewer_text, passages)
         viewer = _viewer_text(epub)
         for n in rng.sample(range(len(passages)), min(len(passages), 40)):
             if not locations[n]:

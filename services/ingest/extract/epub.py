@@ -35,6 +35,7 @@ from services.ingest.extract.structure import (
     choose_chapters,
     clean_metadata,
     normalise_space,
+    reader_text,
 )
 
 log = logging.getLogger(__name__)
@@ -231,4 +232,5 @@ def read_epub(path: Path) -> ExtractedBook:
         )
     title, authors, language = _metadata(book)
     chapters, source = choose_chapters(flow.blocks, _toc(book, reader.opf_dir, flow), heading_max_level=2)
-    return ExtractedBook(str(path), BookFormat.EPUB, title, authors, language, chapters, source)
+    return ExtractedBook(str(path), BookFormat.EPUB, title, authors, language, chapters, source,
+                         reader_text=reader_text(flow.blocks))

@@ -3,7 +3,7 @@
 Block elements end paragraphs, inline elements join without adding spaces (so
 `<em>You</em> want` stays "You want"), `<br>` keeps its line break, and scripts,
 styles, SVG and footnote reference markers are left out so that no "word1" is
-glued together. Every `id` is remembered with the paragraph it opens, so TOC
+glued together (a block keeps the markers in its `reader_text`, the text as a reader's viewer shows it). Every `id` is remembered with the paragraph it opens, so TOC
 entries that point at `file.xhtml#anchor` can start a chapter mid-file.
 """
 
@@ -65,30 +65,33 @@ class _Collector:
         self.blocks: list[Block] = []
         self.anchors: dict[str, int] = {}
         self._parts: list[str] = []
+        # The same as a reader sees it: the note markers `_parts` leaves out are in it, an exponent's "^" is not.
+        self._shown: list[str] = []
         self._heading: int | None = None
         self._pre = 0
 
     def text(self, value: str | None) -> None:
         if value:
-            self._parts.append(value if self._pre else _SPACE.sub(" ", value))
+            spaced = value if self._pre else _SPACE.sub(" ", value)
+            self._parts.append(spaced)
+            self._shown.append(spaced)
 
     def line_break(self) -> None:
         self._parts.append("\n")
+        self._shown.append("\n")
 
     def anchor(self, element_id: str) -> None:
         self.anchors.setdefault(element_id, len(self.blocks))
 
     def end_block(self) -> None:
-        raw = "".join(self._parts)
-        self._parts = []
-        lines = [line.strip() if not self._pre else line.rstrip() for line in raw.split("\n")]
-        text = (
-            "\n".join(line for line in lines if line.strip())
-            if not self._pre
-            else "\n".join(lines).strip("\n")
-        )
+        text, shown = self._lines(self._parts), self._lines(self._shown)
+        self._parts, self._shown = [], []
         if text.strip():
-            self.blocks.append(Block(text, heading_level=self._heading))
+            self.blocks.append(Block(text, heading_level=self._heading, reader_text=shown if shown != text else None))
+
+    def _lines(self, parts: list[str]) -> str:
+        lines = [line.strip() if not self._pre else line.rstrip() for line in "".join(parts).split("\n")]
+        return "\n".join(line for line in lines if line.strip()) if not self._pre else "\n".join(lines).strip("\n")
 
     def _is_note_marker(self, element: etree._Element, tag: str) -> bool:
         """A footnote reference: typed as one, or a linked / superscript marker right after a word."""
@@ -106,7 +109,10 @@ class _Collector:
 
     def walk(self, element: etree._Element) -> None:
         tag = _local(element.tag)
-        if tag in _SKIPPED_TAGS or not tag or self._is_note_marker(element, tag):
+        if tag in _SKIPPED_TAGS or not tag:
+            return
+        if self._is_note_marker(element, tag):
+            self._shown.append(_SPACE.sub(" ", "".join(element.itertext())))
             return
         block = tag in _BLOCK_TAGS
         if block:

@@ -9,6 +9,7 @@ one it counts as front matter text, not as a chapter.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -19,7 +20,13 @@ from alexandria.errors import InvalidArgument
 from services.ingest.documents import ExtractedBook
 from services.ingest.extract.encoding import decode_text, looks_binary
 from services.ingest.extract.html import HtmlDocument, parse_html
-from services.ingest.extract.structure import Block, choose_chapters, clean_metadata, split_authors
+from services.ingest.extract.structure import (
+    Block,
+    choose_chapters,
+    clean_metadata,
+    reader_text,
+    split_authors,
+)
 
 # Keyword, then a number (digits, Roman numerals or a spelled-out one), then an optional title.
 _HEADING_LINE = re.compile(
@@ -88,7 +95,7 @@ def _title_heading(document: HtmlDocument) -> tuple[str | None, int]:
         return None, 2
     title = clean_metadata(document.blocks[level_one[0]].text)
     if len(level_one) == 1 and level_one[0] == 0:
-        document.blocks[0] = Block(document.blocks[0].text)
+        document.blocks[0] = dataclasses.replace(document.blocks[0], heading_level=None)
         return title, 3
     return title, 2
 
@@ -100,7 +107,8 @@ def _read_markup(path: Path, fmt: BookFormat, document: HtmlDocument) -> Extract
     title = heading_title if fmt is BookFormat.MD else clean_metadata(document.title) or heading_title
     authors = split_authors(document.meta.get("author"))
     chapters, source = choose_chapters(document.blocks, (), heading_max_level=max_level)
-    return ExtractedBook(str(path), fmt, title, authors, clean_metadata(document.language), chapters, source)
+    return ExtractedBook(str(path), fmt, title, authors, clean_metadata(document.language), chapters, source,
+                         reader_text=reader_text(document.blocks))
 
 
 def read_markdown(path: Path) -> ExtractedBook:

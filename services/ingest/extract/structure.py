@@ -32,6 +32,14 @@ class Block:
     # What joins it to the previous block: a paragraph break, or " " / "" where a
     # paragraph runs on across a page break (with "" a line-end hyphen was removed).
     separator: str = PARAGRAPH_BREAK
+    # The paragraph as a reader's viewer shows it, where that differs from `text`: with its footnote markers.
+    reader_text: str | None = None
+
+
+def reader_text(blocks: Sequence[Block]) -> str:
+    """The whole text as a reader's viewer shows it: every paragraph, with the headings and footnote markers that
+    the chapters' text leaves out."""
+    return PARAGRAPH_BREAK.join(block.reader_text or block.text for block in blocks)
 
 
 @dataclass(frozen=True)
