@@ -107,6 +107,16 @@ class Chapter:
 
 
 @dataclass(frozen=True)
+class BookText:
+    """The whole book twice: as ingest reads it, and as a reader's viewer shows it, with the footnote markers that
+    ingest leaves out ("truth¹ universally"). Words found once in both are found once by the viewer, at the same
+    place: a marker can only part words that would otherwise be found."""
+
+    read: str
+    shown: str
+
+
+@dataclass(frozen=True)
 class ExtractedBook:
     """A book as extracted from its file: metadata from the file itself, chapters in reading order."""
 
@@ -120,14 +130,16 @@ class ExtractedBook:
     ocr_pages: frozenset[int] = frozenset()  # pages (1-based) whose text was read by OCR
     # Tesseract's name of the book's language when its data was not installed: OCR read the pages as English.
     ocr_missing_language: str | None = None
-    # The whole text as a reader's viewer shows it (markup formats: headings and footnote markers in it); None where
-    # the chapters' text is all there is.
-    reader_text: str | None = None
+    # Markup formats: every paragraph and heading, as read and as shown; None where the chapters' text is all there is.
+    paragraphs: BookText | None = None
 
     @property
-    def viewer_text(self) -> str:
-        """What a viewer's search of the book searches: `reader_text`, else the chapters' text."""
-        return self.reader_text if self.reader_text is not None else "\n".join(c.text for c in self.chapters)
+    def viewer_text(self) -> BookText:
+        """The text a viewer's search of the book searches (`paragraphs`, else the chapters' text)."""
+        if self.paragraphs is not None:
+            return self.paragraphs
+        text = "\n".join(chapter.text for chapter in self.chapters)
+        return BookText(text, text)
 
     @property
     def author(self) -> str | None:

@@ -6,8 +6,10 @@ the book at the first place that text occurs (calibre/gui2/viewer/ui.py). Its se
 collator at primary strength, spaces and punctuation ignored (calibre/gui2/viewer/search.py, `utils/icu.py`:
 `primary_collator_without_punctuation`): case and accents aside, anywhere, even inside a word. `viewer_key` writes a
 text as that collator's primary weights (through PyICU, the same ICU), so words counted once here occur once to the
-viewer: "he had never seen" is found inside "she had never seen" there, and here too. A passage whose first
-MAX_WORDS words occur elsewhere too gets no location (its link opens the book).
+viewer: "he had never seen" is found inside "she had never seen" there, and here too. The viewer shows footnote
+markers that a passage's text leaves out, so the words are counted in the book as read and as shown
+(documents.BookText). A passage with no such run among its first MAX_WORDS words gets no location (its link opens
+the book).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Sequence
 
 import icu
 
-from services.ingest.documents import word_spans
+from services.ingest.documents import BookText, word_spans
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +53,12 @@ def viewer_key(text: str) -> str:
     return text.translate(_WEIGHTS)
 
 
-def viewer_locations(book_text: str, passages: Sequence[str]) -> list[str]:
-    """Each passage's `open_at` ("search:" and its first words, as the passage writes them), or "" where none is
-    unique in `book_text`: the book as a reader's viewer shows it (ExtractedBook.viewer_text)."""
-    book = viewer_key(book_text)
-    locations = [_location(book, passage[:_OPENING_CHARS]) for passage in passages]
+def viewer_locations(book: BookText, passages: Sequence[str]) -> list[str]:
+    """Each passage's `open_at` ("search:" and its first words, as the passage writes them), or "" where no run of
+    them occurs once in the book, as read and as shown."""
+    shown = viewer_key(book.shown)
+    read = shown if book.read == book.shown else viewer_key(book.read)
+    locations = [_location(read, shown, passage[:_OPENING_CHARS]) for passage in passages]
     missing = locations.count("")
     if missing:
         log.info("%d of %d passages open the book at its start: no run of their first %d words is unique in it",
@@ -63,11 +66,13 @@ def viewer_locations(book_text: str, passages: Sequence[str]) -> list[str]:
     return locations
 
 
-def _location(book: str, opening: str) -> str:
-    """"search:" and the fewest of the opening's first words (MIN_WORDS at least) that occur once in `book`.
+def _location(read: str, shown: str, opening: str) -> str:
+    """"search:" and the fewest of the opening's first words (MIN_WORDS at least) found once in the book as `read`
+    and once as `shown` (viewer keys): then the one place the viewer finds is the passage's own.
 
-    Words the viewer does not find together have something between them in the book that the passage leaves out (a
-    footnote marker): the run starts again past that point, so the link opens a few words into the passage."""
+    Words the viewer does not find at all have a marker between them at the passage's own place: the run starts a
+    word later until it is past the marker, and the link opens a few words into the passage. Found, but not once in
+    both, they go on a word, as a common opening does."""
     spans = word_spans(opening)[:MAX_WORDS]
     first_word = 0
     while first_word + MIN_WORDS <= len(spans):
@@ -75,13 +80,18 @@ def _location(book: str, opening: str) -> str:
         for last_word in range(first_word + MIN_WORDS - 1, len(spans)):
             words = opening[start:spans[last_word][1]]
             probe = viewer_key(words)
-            first = book.find(probe)
-            if first < 0:
-                # Found with one word fewer, the gap is before the last word; else it is among the first words.
-                first_word = last_word if last_word > first_word + MIN_WORDS - 1 else first_word + 1
+            found = shown.find(probe)
+            if found < 0:
+                # The gap may be anywhere in the run: what matched with a word fewer may have matched elsewhere.
+                first_word += 1
                 break
-            if book.find(probe, first + 1) < 0:
+            if shown.find(probe, found + 1) < 0 and (read is shown or _once(read, probe)):
                 return SEARCH + " ".join(words.split())
         else:
             return ""  # a common opening ("said she", a refrain) all the way: longer found nothing unique
     return ""
+
+
+def _once(text: str, probe: str) -> bool:
+    first = text.find(probe)
+    return first >= 0 and text.find(probe, first + 1) < 0

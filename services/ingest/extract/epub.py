@@ -32,10 +32,10 @@ from services.ingest.extract.html import parse_html
 from services.ingest.extract.structure import (
     Block,
     TocEntry,
+    book_text,
     choose_chapters,
     clean_metadata,
     normalise_space,
-    reader_text,
 )
 
 log = logging.getLogger(__name__)
@@ -233,4 +233,4 @@ def read_epub(path: Path) -> ExtractedBook:
     title, authors, language = _metadata(book)
     chapters, source = choose_chapters(flow.blocks, _toc(book, reader.opf_dir, flow), heading_max_level=2)
     return ExtractedBook(str(path), BookFormat.EPUB, title, authors, language, chapters, source,
-                         reader_text=reader_text(flow.blocks))
+                         paragraphs=book_text(flow.blocks))

@@ -3,8 +3,9 @@
 Block elements end paragraphs, inline elements join without adding spaces (so
 `<em>You</em> want` stays "You want"), `<br>` keeps its line break, and scripts,
 styles, SVG and footnote reference markers are left out so that no "word1" is
-glued together (a block keeps the markers in its `reader_text`, the text as a reader's viewer shows it). Every `id` is remembered with the paragraph it opens, so TOC
-entries that point at `file.xhtml#anchor` can start a chapter mid-file.
+glued together (a block keeps them in its `reader_text`, as a reader's viewer shows it). Every `id` is
+remembered with the paragraph it opens, so TOC entries that point at `file.xhtml#anchor` can start a chapter
+mid-file.
 """
 
 from __future__ import annotations

@@ -20,13 +20,7 @@ from alexandria.errors import InvalidArgument
 from services.ingest.documents import ExtractedBook
 from services.ingest.extract.encoding import decode_text, looks_binary
 from services.ingest.extract.html import HtmlDocument, parse_html
-from services.ingest.extract.structure import (
-    Block,
-    choose_chapters,
-    clean_metadata,
-    reader_text,
-    split_authors,
-)
+from services.ingest.extract.structure import Block, book_text, choose_chapters, clean_metadata, split_authors
 
 # Keyword, then a number (digits, Roman numerals or a spelled-out one), then an optional title.
 _HEADING_LINE = re.compile(
@@ -108,7 +102,7 @@ def _read_markup(path: Path, fmt: BookFormat, document: HtmlDocument) -> Extract
     authors = split_authors(document.meta.get("author"))
     chapters, source = choose_chapters(document.blocks, (), heading_max_level=max_level)
     return ExtractedBook(str(path), fmt, title, authors, clean_metadata(document.language), chapters, source,
-                         reader_text=reader_text(document.blocks))
+                         paragraphs=book_text(document.blocks))
 
 
 def read_markdown(path: Path) -> ExtractedBook:

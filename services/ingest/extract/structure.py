@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from services.ingest.documents import FRONT_MATTER_TITLE, Chapter, PageSpan, count_words
+from services.ingest.documents import FRONT_MATTER_TITLE, BookText, Chapter, PageSpan, count_words
 
 PARAGRAPH_BREAK = "\n\n"
 # Books with neither TOC nor headings are cut at paragraph ends near this many words:
@@ -36,10 +36,11 @@ class Block:
     reader_text: str | None = None
 
 
-def reader_text(blocks: Sequence[Block]) -> str:
-    """The whole text as a reader's viewer shows it: every paragraph, with the headings and footnote markers that
-    the chapters' text leaves out."""
-    return PARAGRAPH_BREAK.join(block.reader_text or block.text for block in blocks)
+def book_text(blocks: Sequence[Block]) -> BookText:
+    """Every paragraph, headings included (the chapters' text leaves out a heading that repeats its title), as read
+    and as shown."""
+    return BookText(PARAGRAPH_BREAK.join(block.text for block in blocks),
+                    PARAGRAPH_BREAK.join(block.reader_text or block.text for block in blocks))
 
 
 @dataclass(frozen=True)
