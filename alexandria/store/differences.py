@@ -72,7 +72,8 @@ ONE_PROCESS = Difference(
 FIRST_SWAP = Difference(
     frozenset({Engine.SERVER, Engine.LOCAL}),
     "The first replace_collection of a collection made under the user's name deletes it before the alias "
-    "takes its name: between the two calls a search finds no collection (later swaps move the alias at once).",
+    "takes its name: between the two calls a search finds no collection (later swaps move the alias at once), "
+    "and a create of the name in the same process waits for the alias (one in another process would take the name).",
     "Qdrant lets no alias share a collection's name, and cannot delete a collection and create an alias in one "
     "call; the embedded store's alias map is its own, so it swaps at once every time.",
 )

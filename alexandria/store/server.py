@@ -246,10 +246,13 @@ class ServerStore(Store):
             create_alias=models.CreateAlias(collection_name=replacement, alias_name=collection))]
         if previous != collection:
             moves.insert(0, models.DeleteAliasOperation(delete_alias=models.DeleteAlias(alias_name=collection)))
-        else:
-            self.delete_collection(collection)  # a collection of the user's name: no alias may take it (FIRST_SWAP)
-        with self._errors(collection):
-            self._client.update_collection_aliases(change_aliases_operations=moves)
+        # A create of the name waits for the alias: between the first swap's delete and the alias, it would make an
+        # empty collection that the alias then cannot take the name of (an ingest writing while a reindex swaps).
+        with self._create_lock:
+            if previous == collection:
+                self.delete_collection(collection)  # a collection of the user's name: no alias may take it (FIRST_SWAP)
+            with self._errors(collection):
+                self._client.update_collection_aliases(change_aliases_operations=moves)
         if previous != collection:
             self.delete_collection(previous)
         log.info("collection %s is now %s (%s dropped) in %s", collection, replacement, previous, self._location)
