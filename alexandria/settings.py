@@ -244,6 +244,9 @@ class IngestSettings(_Env):
     ingest_max_file_mb: float = Field(200.0, gt=0)
     # Scanned PDF pages are read by OCR (about a second or two a page on a CPU core); a book with more is refused.
     ingest_ocr_max_pages: int = Field(1000, ge=1)
+    # What OCR read of each page, kept under ALEXANDRIA_DATA_DIR/ocr so that a page is read once (about 4 KB a page on disk);
+    # past this size the books read longest ago are dropped. 0: nothing is kept.
+    ingest_ocr_cache_mb: float = Field(512.0, ge=0)
     # Tesseract's language data (the variable Tesseract itself reads); unset: the first system folder with English.
     tessdata_prefix: Path | None = None
     # The library keeps itself in step (services/ingest/auto_sync.py): after each change to metadata.db, once it has

@@ -105,3 +105,10 @@ def test_the_services_take_the_cluster_and_the_layout_from_the_shell() -> None:
         # No value: the shell's when it sets one, else unset (the settings' defaults), never an empty string.
         assert all(environment[variable] is None for variable in passed_through), name
     assert services["embedder"]["deploy"]["replicas"] == "${EMBEDDER_REPLICAS:-1}"
+
+
+def test_the_ingest_keeps_its_sync_state_and_ocr_pages_on_a_volume() -> None:
+    compose = _compose()
+    ingest = compose["services"]["ingest"]
+    data = ingest["environment"]["ALEXANDRIA_DATA_DIR"]
+    assert f"ingest-data:{data}" in ingest["volumes"] and "ingest-data" in compose["volumes"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -40,7 +41,7 @@ def fake_similarities(sentences: list[Sentence], seed: int = 7) -> np.ndarray:
     return np.random.default_rng(seed).uniform(0.0, 0.9, max(0, len(sentences) - 1))
 
 
-def scanned_pdf(pages: list[str | None], dpi: int = 200, scanned: set[int] | None = None,
+def scanned_pdf(pages: Sequence[str | None], dpi: int = 200, scanned: set[int] | None = None,
                 fontname: str = "tiro") -> bytes:
     """A PDF of typeset pages; those numbered in `scanned` (1-based; default: all) are images of the page only,
     as a scanner makes them, with no text layer. A None page is a page with a text layer too."""

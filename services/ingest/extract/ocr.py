@@ -23,6 +23,7 @@ import pymupdf
 from alexandria.errors import FailedPrecondition
 from alexandria.languages import language_code
 from alexandria.settings import IngestSettings, available_cpus
+from services.ingest.extract.ocr_cache import OcrCache
 
 # Where Debian (5.x, then 4.x) and other systems put Tesseract's language data.
 TESSDATA_FOLDERS = (Path("/usr/share/tesseract-ocr/5/tessdata"), Path("/usr/share/tesseract-ocr/4.00/tessdata"),
@@ -54,11 +55,15 @@ class OcrOptions:
     max_pages: int = IngestSettings.model_fields["ingest_ocr_max_pages"].default
     progress: Callable[[int, int], None] = _no_progress
     tessdata: Path | None = None
+    cache: OcrCache | None = None  # the pages read before (ocr_cache.py); None: every page is read
 
     @classmethod
     def from_settings(cls, settings: IngestSettings) -> OcrOptions:
-        """The service's OCR limits and language data (INGEST_OCR_MAX_PAGES, TESSDATA_PREFIX)."""
-        return cls(max_pages=settings.ingest_ocr_max_pages, tessdata=settings.tessdata_prefix)
+        """The service's OCR limits, language data and cache (INGEST_OCR_MAX_PAGES, TESSDATA_PREFIX,
+        INGEST_OCR_CACHE_MB)."""
+        cache = (OcrCache(settings.store.alexandria_data_dir / "ocr", int(settings.ingest_ocr_cache_mb * 2**20))
+                 if settings.ingest_ocr_cache_mb > 0 else None)
+        return cls(max_pages=settings.ingest_ocr_max_pages, tessdata=settings.tessdata_prefix, cache=cache)
 
 
 NO_OPTIONS = OcrOptions()
@@ -107,9 +112,10 @@ T = TypeVar("T")
 
 
 def in_worker_processes(read: Callable[..., tuple[int, T]], pages: Sequence[tuple[Any, ...]],
-                        progress: Callable[[int, int], None]) -> dict[int, T]:
+                        each: Callable[[int, T, int], None]) -> dict[int, T]:
     """`read(*arguments)` -> (page number, what it read) for each page's arguments, in worker processes (spawned:
-    a forked copy of a process that runs gRPC threads may hang), telling `progress` as pages finish."""
+    a forked copy of a process that runs gRPC threads may hang), handing `each(number, value, done)` every page as
+    it finishes."""
     workers = max(1, min(available_cpus(), len(pages)))
     read_pages: dict[int, T] = {}
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -117,7 +123,7 @@ def in_worker_processes(read: Callable[..., tuple[int, T]], pages: Sequence[tupl
         for done, future in enumerate(as_completed(futures), 1):
             number, value = future.result()
             read_pages[number] = value
-            progress(done, len(pages))
+            each(number, value, done)
     return read_pages
 
 

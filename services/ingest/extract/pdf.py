@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from services.ingest.documents import WORD_PATTERN, ExtractedBook
 from services.ingest.extract.ocr import (
     INSTALL_HINT,
     NO_OPTIONS,
+    OCR_DPI,
     PARALLEL_FROM_PAGES,
     OcrOptions,
     in_worker_processes,
@@ -44,6 +45,7 @@ from services.ingest.extract.ocr import (
     tessdata_path,
     tesseract_language,
 )
+from services.ingest.extract.ocr_cache import CachedBook
 from services.ingest.extract.plain import heading_line_level
 from services.ingest.extract.structure import (
     PARAGRAPH_BREAK,
@@ -118,16 +120,25 @@ def _page_blocks(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -
 
 @dataclass(frozen=True)
 class _OcrPlan:
-    """Scanned pages to read by OCR, in which language, with which language data."""
+    """Scanned pages to read by OCR, in which language, with which language data; those read before (`kept`, by
+    0-based page number) come from the cache and are not read again."""
 
-    pages: list[int]  # 0-based page numbers
+    pages: list[int]  # 0-based page numbers, those kept aside
     language: str
     tessdata: Path
     missing_language: str | None = None  # the book's language, read as English: its data is not installed
+    kept: dict[int, list[_RawBlock]] = field(default_factory=dict)
+    cached: CachedBook | None = None
 
     @property
     def in_workers(self) -> bool:
         return len(self.pages) >= PARALLEL_FROM_PAGES
+
+    def read(self, number: int, blocks: list[_RawBlock], done: int, ocr: OcrOptions) -> None:
+        """One more page read by OCR (the `done`th of `pages`): kept, and told as progress over every scanned page."""
+        if self.cached is not None:
+            self.cached.keep(number, [[block.y0, list(block.lines), block.in_band] for block in blocks])
+        ocr.progress(len(self.kept) + done, len(self.kept) + len(self.pages))
 
 
 def _text_blocks(document: pymupdf.Document) -> tuple[list[list[_RawBlock]], list[int]]:
@@ -155,7 +166,15 @@ def _ocr_plan(document: pymupdf.Document, path: Path, scanned: list[int], ocr: O
         )
     book_language = ocr.language or _language(document)
     language, wanted = ocr_language(book_language, tessdata), tesseract_language(book_language)
-    return _OcrPlan(scanned, language, tessdata, wanted if wanted not in (None, language) else None)
+    missing = wanted if wanted not in (None, language) else None
+    if ocr.cache is None:
+        return _OcrPlan(scanned, language, tessdata, missing)
+    cached = ocr.cache.book(path, language, OCR_DPI)
+    kept = {number: [_RawBlock(number + 1, y0, tuple(lines), in_band) for y0, lines, in_band in page]
+            for number, page in cached.pages(scanned).items()}
+    if kept:
+        ocr.progress(len(kept), len(scanned))
+    return _OcrPlan([number for number in scanned if number not in kept], language, tessdata, missing, kept, cached)
 
 
 def _ocr_here(document: pymupdf.Document, plan: _OcrPlan, ocr: OcrOptions) -> dict[int, list[_RawBlock]]:
@@ -164,14 +183,14 @@ def _ocr_here(document: pymupdf.Document, plan: _OcrPlan, ocr: OcrOptions) -> di
     for done, number in enumerate(plan.pages, 1):
         page = document[number]
         read[number] = _page_blocks(page, ocr_textpage(page, plan.language, plan.tessdata))
-        ocr.progress(done, len(plan.pages))
+        plan.read(number, read[number], done, ocr)
     return read
 
 
 def _ocr_in_workers(path: Path, plan: _OcrPlan, ocr: OcrOptions) -> dict[int, list[_RawBlock]]:
     """Many scanned pages read by OCR in worker processes; called without the MuPDF lock."""
     pages = [(str(path), number, plan.language, str(plan.tessdata)) for number in plan.pages]
-    return in_worker_processes(_ocr_blocks, pages, ocr.progress)
+    return in_worker_processes(_ocr_blocks, pages, lambda number, blocks, done: plan.read(number, blocks, done, ocr))
 
 
 def _ocr_blocks(path: str, number: int, language: str, tessdata: str) -> tuple[int, list[_RawBlock]]:
@@ -287,6 +306,8 @@ def read_pdf(path: Path, ocr: OcrOptions = NO_OPTIONS) -> ExtractedBook:
     with MUPDF_LOCK, _open(path) as document:
         by_page, scanned = _text_blocks(document)
         plan = _ocr_plan(document, path, scanned, ocr) if scanned else None
+        if plan is not None:
+            by_page = _with_pages(by_page, plan.kept)
         if plan is not None and not plan.in_workers:
             by_page = _with_pages(by_page, _ocr_here(document, plan, ocr))
         toc: list[list[Any]] = document.get_toc(simple=False)

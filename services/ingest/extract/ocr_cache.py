@@ -1,0 +1,117 @@
+"""What OCR read of a scanned book's pages, kept so that each page is read by OCR once.
+
+A scanned page takes a second or two of a core; every call that extracts a book reads its pages again:
+alexandria_test_chunking and alexandria_compare_chunking before an ingest, the ingest itself, a re-ingest with
+other parameters, a reindex under another model. So each page read is kept as soon as it is read (an ingest
+stopped midway keeps the pages it had read), in `<ALEXANDRIA_DATA_DIR>/ocr/<book>/<page>.json`, where `<book>`
+names the file's content (its sha256) and all that decides what OCR reads from it: the language data, the
+resolution, PyMuPDF's version (which carries Tesseract) and the format of what is kept. A changed file, or a
+book read in another language, is another folder. The folder is held to INGEST_OCR_CACHE_MB: past it, the books
+read longest ago are dropped whole. A page file that cannot be read is read by OCR again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pymupdf
+
+from alexandria.book_identity import file_sha256
+from alexandria.store.common import disk_usage, write_json_atomically
+
+log = logging.getLogger(__name__)
+
+# Raised whenever what a page file holds changes meaning: older files are then another book's folder, unread.
+CACHE_FORMAT = 1
+
+
+class OcrCache:
+    """The pages OCR read, by book, in `folder`, held to `max_bytes` (one per process: it counts what it holds)."""
+
+    def __init__(self, folder: Path, max_bytes: int) -> None:
+        self.folder = folder
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._sizes: dict[Path, int] | None = None  # each book's bytes: measured at first use, then counted
+
+    def book(self, path: Path, language: str, dpi: int) -> CachedBook:
+        """The pages kept for this file read in `language` at `dpi`."""
+        identity = f"{file_sha256(path)}|{language}|{dpi}|{pymupdf.VersionBind}|{CACHE_FORMAT}"
+        folder = self.folder / hashlib.sha256(identity.encode()).hexdigest()[:32]
+        folder.mkdir(parents=True, exist_ok=True)
+        now = time.time_ns()  # to the nanosecond: a file system's own clock for it can tick in milliseconds
+        os.utime(folder, ns=(now, now))  # read now: the last of the books to drop
+        with self._lock:
+            self._measured().setdefault(folder, disk_usage(folder))
+        return CachedBook(folder, self)
+
+    def added(self, book: Path, size: int) -> None:
+        """`size` more bytes kept for `book`: past `max_bytes`, the books read longest ago are dropped (not `book`)."""
+        with self._lock:
+            sizes = self._measured()
+            sizes[book] = sizes.get(book, 0) + size
+            total = sum(sizes.values())
+            if total <= self.max_bytes:
+                return
+            for oldest in sorted((other for other in sizes if other != book), key=_read_at):
+                shutil.rmtree(oldest, ignore_errors=True)
+                total -= sizes.pop(oldest)
+                log.info("dropped the OCR text kept in %s: the cache is held to %d MB (INGEST_OCR_CACHE_MB)",
+                         oldest.name, self.max_bytes // 2**20)
+                if total <= self.max_bytes:
+                    break
+
+    def _measured(self) -> dict[Path, int]:
+        if self._sizes is None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._sizes = {book: disk_usage(book) for book in self.folder.iterdir() if book.is_dir()}
+        return self._sizes
+
+
+def _read_at(book: Path) -> float:
+    """When `book`'s pages were last asked for (0 for a book gone meanwhile: dropped first)."""
+    try:
+        return book.stat().st_mtime
+    except FileNotFoundError:
+        return 0.0
+
+
+class CachedBook:
+    """One book's pages as OCR read them, by 0-based page number: what `keep` was given, as JSON gives it back."""
+
+    def __init__(self, folder: Path, cache: OcrCache) -> None:
+        self.folder = folder
+        self._cache = cache
+
+    def pages(self, numbers: list[int]) -> dict[int, Any]:
+        """The kept pages among `numbers`."""
+        found = {}
+        for number in numbers:
+            try:
+                found[number] = json.loads((self.folder / f"{number}.json").read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError) as exc:  # damaged: read by OCR again, and kept anew
+                log.warning("OCR text kept for page %d in %s is unreadable (%s); reading the page again",
+                            number + 1, self.folder, exc)
+        return found
+
+    def keep(self, number: int, page: Any) -> None:
+        """Keep what OCR read of one page (JSON-able). A page that cannot be kept (a full disk, the book dropped
+        meanwhile to make room for another) is only read again next time: the read itself goes on."""
+        path = self.folder / f"{number}.json"
+        try:
+            write_json_atomically(path, page)
+            size = disk_usage(path)
+        except OSError as exc:
+            log.warning("OCR text of page %d not kept in %s (%s)", number + 1, self.folder, exc)
+            return
+        self._cache.added(self.folder, size)
