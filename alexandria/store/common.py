@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any, cast
 
@@ -96,13 +96,13 @@ def disk_usage(path: Path) -> int:
 def write_json_atomically(path: Path, content: object) -> None:
     """Write `content` as JSON aside, then rename it over `path`: a crash leaves the old file or the new one, never
     half of one. The file aside is the writer's own, so two writers of one path at once each rename a whole file."""
-    handle, staging = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    staging = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
+        with staging.open("x", encoding="utf-8") as out:
             json.dump(content, out, ensure_ascii=False, indent=2)
             out.flush()
             os.fsync(out.fileno())
         os.replace(staging, path)
     except BaseException:
-        Path(staging).unlink(missing_ok=True)
+        staging.unlink(missing_ok=True)
         raise

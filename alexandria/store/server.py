@@ -239,17 +239,17 @@ class ServerStore(Store):
         """Point the alias `collection` at `replacement` in one call, then delete what it named before."""
         check_collection_name(collection)
         self._require(replacement)
-        previous = self.collection_target(collection)
-        if previous == replacement:
-            return
-        moves: list[models.AliasOperations] = [models.CreateAliasOperation(
-            create_alias=models.CreateAlias(collection_name=replacement, alias_name=collection))]
-        if previous != collection:
-            moves.insert(0, models.DeleteAliasOperation(delete_alias=models.DeleteAlias(alias_name=collection)))
         # A create of the name waits for the alias: between the first swap's delete and the alias, it would make an
         # empty collection that the alias then cannot take the name of (an ingest writing while a reindex swaps).
         with self._create_lock:
-            if previous == collection:
+            previous = self.collection_target(collection)
+            if previous == replacement:
+                return
+            moves: list[models.AliasOperations] = [models.CreateAliasOperation(
+                create_alias=models.CreateAlias(collection_name=replacement, alias_name=collection))]
+            if previous != collection:
+                moves.insert(0, models.DeleteAliasOperation(delete_alias=models.DeleteAlias(alias_name=collection)))
+            else:
                 self.delete_collection(collection)  # a collection of the user's name: no alias may take it (FIRST_SWAP)
             with self._errors(collection):
                 self._client.update_collection_aliases(change_aliases_operations=moves)

@@ -3,6 +3,8 @@ it is read, held to a size, and read again only when it cannot be used."""
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import pymupdf
@@ -13,7 +15,7 @@ from alexandria.store.common import disk_usage
 from ingest.helpers import scanned_pdf
 from services.ingest.extract import extract_book
 from services.ingest.extract import pdf as pdf_extractor
-from services.ingest.extract.ocr import PARALLEL_FROM_PAGES, OcrOptions
+from services.ingest.extract.ocr import PARALLEL_FROM_PAGES, OcrOptions, tessdata_path
 from services.ingest.extract.ocr_cache import OcrCache
 
 LOGBOOK = [f"Page {word} of the logbook. The keeper noted the {word} tide and the wind from the reef." for word in
@@ -89,7 +91,11 @@ def test_an_extract_stopped_midway_keeps_the_pages_it_read(tmp_path: Path, cache
 def test_another_file_or_language_is_read_anew(tmp_path: Path, cache: OcrCache, ocr_reads: list[int]) -> None:
     path = tmp_path / "book.pdf"
     path.write_bytes(scanned_pdf(ALMANAC))
-    cache.book(path, "eng", pdf_extractor.OCR_DPI).keep(0, [[50.0, ["What OCR read of the almanac before."], False]])
+    tessdata = tessdata_path(None)
+    assert tessdata is not None, "make setup installs Tesseract's language data"
+    kept = cache.book(path, "eng", tessdata, pdf_extractor.OCR_DPI)
+    assert kept is not None
+    kept.keep(0, [[50.0, ["What OCR read of the almanac before."], False]])
     assert "of the almanac before" in text_of(path, OcrOptions(cache=cache)) and ocr_reads == []
 
     path.write_bytes(scanned_pdf(LOGBOOK[:1]))  # the same name, other bytes: the cache holds nothing of it
@@ -99,13 +105,42 @@ def test_another_file_or_language_is_read_anew(tmp_path: Path, cache: OcrCache, 
     assert ocr_reads == [0, 0]
 
 
-def test_a_damaged_page_file_is_read_again_and_kept_anew(tmp_path: Path, cache: OcrCache,
-                                                         ocr_reads: list[int]) -> None:
+def test_other_language_data_is_read_anew(tmp_path: Path, cache: OcrCache, ocr_reads: list[int]) -> None:
+    path = tmp_path / "almanac.pdf"
+    path.write_bytes(scanned_pdf(ALMANAC))
+    installed = tessdata_path(None)
+    assert installed is not None, "make setup installs Tesseract's language data"
+    tessdata = tmp_path / "tessdata"
+    tessdata.mkdir()
+    shutil.copy(installed / "eng.traineddata", tessdata)
+    text_of(path, OcrOptions(cache=cache, tessdata=tessdata))
+    text_of(path, OcrOptions(cache=cache, tessdata=tessdata))
+    assert ocr_reads == [0]
+
+    text_of(path, OcrOptions(cache=cache))  # the system's data (TESSDATA_PREFIX unset)
+    os.utime(tessdata / "eng.traineddata", ns=(0, 0))  # as a package upgrade replaces it
+    text_of(path, OcrOptions(cache=cache, tessdata=tessdata))
+    assert ocr_reads == [0, 0, 0]
+
+
+def test_a_data_dir_that_cannot_keep_pages_leaves_ocr_as_it_was(tmp_path: Path, ocr_reads: list[int]) -> None:
+    path = tmp_path / "almanac.pdf"
+    path.write_bytes(scanned_pdf(ALMANAC))
+    (tmp_path / "data").write_text("a file where the data dir should be")
+    cache = OcrCache(tmp_path / "data" / "ocr", max_bytes=2**30)
+    assert "herring came early" in text_of(path, OcrOptions(cache=cache))
+    assert "herring came early" in text_of(path, OcrOptions(cache=cache))
+    assert ocr_reads == [0, 0]
+
+
+@pytest.mark.parametrize("damage", ['[[50.0, ["half a', "{}", "[1]"])
+def test_a_damaged_page_file_is_read_again_and_kept_anew(tmp_path: Path, cache: OcrCache, ocr_reads: list[int],
+                                                         damage: str) -> None:
     path = tmp_path / "almanac.pdf"
     path.write_bytes(scanned_pdf(ALMANAC))
     read = text_of(path, OcrOptions(cache=cache))
     (page,) = list(cache.folder.glob("*/0.json"))
-    page.write_text('[[50.0, ["half a')
+    page.write_text(damage)
 
     assert text_of(path, OcrOptions(cache=cache)) == read and ocr_reads == [0, 0]
     assert text_of(path, OcrOptions(cache=cache)) == read and ocr_reads == [0, 0]

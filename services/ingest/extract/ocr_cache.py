@@ -19,8 +19,9 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pymupdf
 
@@ -32,6 +33,8 @@ log = logging.getLogger(__name__)
 # Raised whenever what a page file holds changes meaning: older files are then another book's folder, unread.
 CACHE_FORMAT = 1
 
+T = TypeVar("T")
+
 
 class OcrCache:
     """The pages OCR read, by book, in `folder`, held to `max_bytes` (one per process: it counts what it holds)."""
@@ -42,15 +45,22 @@ class OcrCache:
         self._lock = threading.Lock()
         self._sizes: dict[Path, int] | None = None  # each book's bytes: measured at first use, then counted
 
-    def book(self, path: Path, language: str, dpi: int) -> CachedBook:
-        """The pages kept for this file read in `language` at `dpi`."""
-        identity = f"{file_sha256(path)}|{language}|{dpi}|{pymupdf.VersionBind}|{CACHE_FORMAT}"
-        folder = self.folder / hashlib.sha256(identity.encode()).hexdigest()[:32]
-        folder.mkdir(parents=True, exist_ok=True)
-        now = time.time_ns()  # to the nanosecond: a file system's own clock for it can tick in milliseconds
-        os.utime(folder, ns=(now, now))  # read now: the last of the books to drop
-        with self._lock:
-            self._measured().setdefault(folder, disk_usage(folder))
+    def book(self, path: Path, language: str, tessdata: Path, dpi: int) -> CachedBook | None:
+        """The pages kept for this file read with `language`'s data in `tessdata` at `dpi`; None when nothing can be
+        kept (the data dir unwritable, say: the pages are then read by OCR, as without a cache)."""
+        try:
+            identity = "|".join((file_sha256(path), language, _data_identity(tessdata, language), str(dpi),
+                                 pymupdf.VersionBind, str(CACHE_FORMAT)))
+            folder = self.folder / hashlib.sha256(identity.encode()).hexdigest()[:32]
+            folder.mkdir(parents=True, exist_ok=True)
+            now = time.time_ns()  # to the nanosecond: a file system's own clock for it can tick in milliseconds
+            os.utime(folder, ns=(now, now))  # read now: the last of the books to drop
+            with self._lock:
+                self._measured().setdefault(folder, disk_usage(folder))
+        except OSError as exc:
+            log.warning("OCR text cannot be kept in %s (%s); %s's scanned pages are read by OCR", self.folder, exc,
+                        path.name)
+            return None
         return CachedBook(folder, self)
 
     def added(self, book: Path, size: int) -> None:
@@ -76,6 +86,13 @@ class OcrCache:
         return self._sizes
 
 
+def _data_identity(tessdata: Path, language: str) -> str:
+    """Which language data OCR reads with: another folder (TESSDATA_PREFIX) or an updated package is another book."""
+    data = tessdata / f"{language}.traineddata"
+    status = data.stat()
+    return f"{data.resolve()}:{status.st_size}:{status.st_mtime_ns}"
+
+
 def _read_at(book: Path) -> float:
     """When `book`'s pages were last asked for (0 for a book gone meanwhile: dropped first)."""
     try:
@@ -91,26 +108,28 @@ class CachedBook:
         self.folder = folder
         self._cache = cache
 
-    def pages(self, numbers: list[int]) -> dict[int, Any]:
-        """The kept pages among `numbers`."""
+    def pages(self, numbers: list[int], parse: Callable[[Any], T]) -> dict[int, T]:
+        """The kept pages among `numbers`, each made what it was by `parse` (which raises on what it cannot take)."""
         found = {}
         for number in numbers:
             try:
-                found[number] = json.loads((self.folder / f"{number}.json").read_text(encoding="utf-8"))
+                found[number] = parse(json.loads((self.folder / f"{number}.json").read_text(encoding="utf-8")))
             except FileNotFoundError:
                 continue
-            except (OSError, ValueError) as exc:  # damaged: read by OCR again, and kept anew
+            except (OSError, ValueError, TypeError) as exc:  # damaged: read by OCR again, and kept anew
                 log.warning("OCR text kept for page %d in %s is unreadable (%s); reading the page again",
                             number + 1, self.folder, exc)
         return found
 
     def keep(self, number: int, page: Any) -> None:
-        """Keep what OCR read of one page (JSON-able). A page that cannot be kept (a full disk, the book dropped
-        meanwhile to make room for another) is only read again next time: the read itself goes on."""
+        """Keep what OCR read of one page (JSON-able). A page that cannot be kept (a full disk) is only read again
+        next time: the read itself goes on."""
         path = self.folder / f"{number}.json"
         try:
+            self.folder.mkdir(parents=True, exist_ok=True)  # dropped meanwhile to make room for another book
+            before = disk_usage(path)
             write_json_atomically(path, page)
-            size = disk_usage(path)
+            size = disk_usage(path) - before
         except OSError as exc:
             log.warning("OCR text of page %d not kept in %s (%s)", number + 1, self.folder, exc)
             return

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -166,24 +166,39 @@ def _ocr_plan(document: pymupdf.Document, path: Path, scanned: list[int], ocr: O
         )
     book_language = ocr.language or _language(document)
     language, wanted = ocr_language(book_language, tessdata), tesseract_language(book_language)
-    missing = wanted if wanted not in (None, language) else None
-    if ocr.cache is None:
-        return _OcrPlan(scanned, language, tessdata, missing)
-    cached = ocr.cache.book(path, language, OCR_DPI)
-    kept = {number: [_RawBlock(number + 1, y0, tuple(lines), in_band) for y0, lines, in_band in page]
-            for number, page in cached.pages(scanned).items()}
+    return _OcrPlan(scanned, language, tessdata, wanted if wanted not in (None, language) else None)
+
+
+def _with_kept_pages(plan: _OcrPlan, path: Path, ocr: OcrOptions) -> _OcrPlan:
+    """`plan` less the pages OCR read before (ocr_cache.py), which it then holds as `kept`. Called without the MuPDF
+    lock: it reads the whole file for its hash."""
+    cached = ocr.cache.book(path, plan.language, plan.tessdata, OCR_DPI) if ocr.cache is not None else None
+    if cached is None:
+        return plan
+
+    def parse(page: Any) -> list[_RawBlock]:
+        if not isinstance(page, list):
+            raise TypeError(f"a page is a list of blocks, not {type(page).__name__}")
+        return [_RawBlock(0, float(y0), tuple(str(line) for line in lines), bool(in_band))
+                for y0, lines, in_band in page]
+
+    kept = {number: [replace(block, page=number + 1) for block in blocks]
+            for number, blocks in cached.pages(plan.pages, parse).items()}
     if kept:
-        ocr.progress(len(kept), len(scanned))
-    return _OcrPlan([number for number in scanned if number not in kept], language, tessdata, missing, kept, cached)
+        ocr.progress(len(kept), len(plan.pages))
+    return replace(plan, pages=[number for number in plan.pages if number not in kept], kept=kept, cached=cached)
 
 
-def _ocr_here(document: pymupdf.Document, plan: _OcrPlan, ocr: OcrOptions) -> dict[int, list[_RawBlock]]:
+def _ocr_here(path: Path, plan: _OcrPlan, ocr: OcrOptions) -> dict[int, list[_RawBlock]]:
     """A few scanned pages read by OCR in this process (worker processes cost a second or so to start)."""
-    read = {}
-    for done, number in enumerate(plan.pages, 1):
-        page = document[number]
-        read[number] = _page_blocks(page, ocr_textpage(page, plan.language, plan.tessdata))
-        plan.read(number, read[number], done, ocr)
+    read: dict[int, list[_RawBlock]] = {}
+    if not plan.pages:
+        return read
+    with MUPDF_LOCK, _open(path) as document:
+        for done, number in enumerate(plan.pages, 1):
+            page = document[number]
+            read[number] = _page_blocks(page, ocr_textpage(page, plan.language, plan.tessdata))
+            plan.read(number, read[number], done, ocr)
     return read
 
 
@@ -306,18 +321,16 @@ def read_pdf(path: Path, ocr: OcrOptions = NO_OPTIONS) -> ExtractedBook:
     with MUPDF_LOCK, _open(path) as document:
         by_page, scanned = _text_blocks(document)
         plan = _ocr_plan(document, path, scanned, ocr) if scanned else None
-        if plan is not None:
-            by_page = _with_pages(by_page, plan.kept)
-        if plan is not None and not plan.in_workers:
-            by_page = _with_pages(by_page, _ocr_here(document, plan, ocr))
         toc: list[list[Any]] = document.get_toc(simple=False)
         page_count: int = document.page_count
         metadata = document.metadata or {}
         title = clean_metadata(metadata.get("title"))
         authors = split_authors(metadata.get("author"))
         language = _language(document)
-    if plan is not None and plan.in_workers:  # each worker opens the file with a MuPDF of its own
-        by_page = _with_pages(by_page, _ocr_in_workers(path, plan, ocr))
+    if plan is not None:
+        plan = _with_kept_pages(plan, path, ocr)
+        read = _ocr_in_workers(path, plan, ocr) if plan.in_workers else _ocr_here(path, plan, ocr)
+        by_page = _with_pages(_with_pages(by_page, plan.kept), read)
     ocr_pages = frozenset(number + 1 for number in scanned)
     raw = _without_running_lines([block for blocks in by_page for block in blocks], page_count)
     if not any(WORD_PATTERN.search(line) for block in raw for line in block.lines):
