@@ -478,6 +478,15 @@ class EmbeddedStore(Store):
             records = shard.retrieve(point_ids, with_payload=True, with_vector=vector_selector(with_vectors))
         return [_to_record(r) for r in records]
 
+    def lexical_terms(self, collection: str, ids: list[str]) -> dict[str, frozenset[int]]:
+        """The term ids of each point's stored lexical vector, by id; ids not in the store are left out."""
+        if not ids:
+            return {}
+        point_ids: list[edge.PointId] = [*ids]
+        with self._using(collection) as shard:
+            records = shard.retrieve(point_ids, with_payload=False, with_vector=[SPARSE])
+        return {str(r.id): lexical_terms(r.vector) for r in records}
+
     def facet_counts(
         self, collection: str, key: str, where: Filter | None = None, limit: int = 100000
     ) -> dict[Any, int]:
@@ -597,14 +606,11 @@ class EmbeddedStore(Store):
             params=params,
             filter=_to_edge_filter(where),
             with_payload=with_payload,
-            with_vector=[SPARSE],  # a few hundred term ids a hit: what `lexical_terms` needs
+            with_vector=False,
         )
         with self._using(collection) as shard:
             points = shard.query(request)
-        return [
-            Hit(id=str(p.id), score=p.score, payload=p.payload or {}, lexical_terms=lexical_terms(p.vector))
-            for p in points
-        ]
+        return [Hit(id=str(p.id), score=p.score, payload=p.payload or {}) for p in points]
 
     @contextmanager
     def _using(self, collection: str, must_exist: bool = True) -> Iterator[edge.EdgeShard]:

@@ -331,6 +331,14 @@ class ServerStore(Store):
         by_id = {str(r.id): _to_record(r) for r in records}
         return [by_id[i] for i in ids if i in by_id]
 
+    def lexical_terms(self, collection: str, ids: list[str]) -> dict[str, frozenset[int]]:
+        """The term ids of each point's stored lexical vector, by id; ids not in the store are left out."""
+        if not ids:
+            return {}
+        with self._errors(self._require(collection)):
+            records = self._client.retrieve(collection, ids, with_payload=False, with_vectors=[SPARSE])
+        return {str(r.id): lexical_terms(r.vector) for r in records}
+
     def facet_counts(
         self, collection: str, key: str, where: Filter | None = None, limit: int = 100000
     ) -> dict[Any, int]:
@@ -414,13 +422,10 @@ class ServerStore(Store):
                 query_filter=_to_qdrant_filter(where),
                 limit=limit,
                 with_payload=with_payload,
-                with_vectors=[SPARSE],  # a few hundred term ids a hit: what `lexical_terms` needs
+                with_vectors=False,
                 **query,
             )
-        return [
-            Hit(id=str(p.id), score=p.score, payload=p.payload or {}, lexical_terms=lexical_terms(p.vector))
-            for p in response.points
-        ]
+        return [Hit(id=str(p.id), score=p.score, payload=p.payload or {}) for p in response.points]
 
     def _create_collection(self, collection: str, dimension: int, metadata: dict[str, Any]) -> CollectionInfo:
         layout = self._layout

@@ -225,6 +225,18 @@ async def test_a_name_below_the_threshold_is_kept_when_the_passage_contains_it(s
 
 
 @pytest.mark.asyncio
+async def test_the_lexical_terms_are_read_only_for_candidates_under_the_threshold_and_only_when_needed(
+        store, encoder) -> None:
+    answered = await _search(store, encoder, _query(limit=2, threshold=0.0))
+    assert len(answered.results) == 2 and "lexical_terms" not in store.calls, "two passages reach the threshold"
+
+    named = await _search(store, encoder, _query(NAME_QUERY, threshold=0.5))
+    assert [name_of(p.chunk_id) for p in named.results] == ["c4"] and named.results[0].matched_lexically
+    (read,) = [args for name, args, _ in store.asked if name == "lexical_terms"]
+    assert "c4" in {name_of(i) for i in read[1]}, "the passage kept for its words had them read, in one call"
+
+
+@pytest.mark.asyncio
 async def test_nothing_above_the_threshold_says_how_close_it_came(store, encoder) -> None:
     outcome = await _search(store, encoder, _query(threshold=0.95, search_mode=SearchMode.SEMANTIC))
     assert outcome.results == ()

@@ -78,6 +78,7 @@ CALLS: dict[str, Callable[[Store, str], object]] = {
     "count": lambda store, collection: store.count(collection),
     "scroll": lambda store, collection: store.scroll(collection, None, limit=5),
     "retrieve": lambda store, collection: store.retrieve(collection, [point_id("whale")]),
+    "lexical_terms": lambda store, collection: store.lexical_terms(collection, [point_id("whale")]),
     "facet_counts": lambda store, collection: store.facet_counts(collection, f.BOOK_KEY),
     "query_dense": lambda store, collection: store.query_dense(collection, axis(0), None, limit=3),
     "query_sparse": lambda store, collection: store.query_sparse(
@@ -323,20 +324,18 @@ def test_hybrid_query_fuses_both_rankings(library: Store) -> None:
     assert set(names(hits)) == {"ship", "whale", "harpoon"}
 
 
-def test_hits_of_every_query_mode_carry_the_term_ids_of_their_own_text(library: Store) -> None:
+def test_the_term_ids_of_each_points_own_text_are_read_by_id_and_queries_leave_them_unread(library: Store) -> None:
     text_of = {p.name: p.text for p in PASSAGES}
     terms = lexical.encode_query("harpoon line")
-    for hits in (
-        library.query_dense(COLLECTION, axis(0), None, limit=3),
-        library.query_sparse(COLLECTION, terms, None, limit=3),
-        library.query_hybrid(COLLECTION, axis(0), terms, None, limit=3, prefetch_limit=3),
-    ):
-        assert hits
-        for hit in hits:
-            assert hit.lexical_terms == frozenset(lexical.encode_query(text_of[hit.payload["name"]]).indices)
+    hits = library.query_hybrid(COLLECTION, axis(0), terms, None, limit=3, prefetch_limit=3)
+    assert hits and all(hit.lexical_terms is None for hit in hits)
+
+    read = library.lexical_terms(COLLECTION, [hit.id for hit in hits] + [point_id("not stored")])
+    assert read == {hit.id: frozenset(lexical.encode_query(text_of[hit.payload["name"]]).indices) for hit in hits}
+    assert library.lexical_terms(COLLECTION, []) == {}
 
 
-def test_every_query_mode_asked_for_no_payloads_gives_the_same_hits_and_terms_without_them(library: Store) -> None:
+def test_every_query_mode_asked_for_no_payloads_gives_the_same_hits_without_them(library: Store) -> None:
     terms = lexical.encode_query("harpoon line")
     for query in (
         lambda **kw: library.query_dense(COLLECTION, axis(0), None, limit=3, **kw),
@@ -345,8 +344,7 @@ def test_every_query_mode_asked_for_no_payloads_gives_the_same_hits_and_terms_wi
     ):
         whole, bare = query(), query(with_payload=False)
         # The same hits at the same scores (the order of equal scores is the engine's to choose).
-        assert sorted((h.score, h.id, h.lexical_terms) for h in bare) == sorted(
-            (h.score, h.id, h.lexical_terms) for h in whole) and whole
+        assert sorted((h.score, h.id) for h in bare) == sorted((h.score, h.id) for h in whole) and whole
         assert all(h.payload for h in whole) and not any(h.payload for h in bare)
 
 
