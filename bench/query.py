@@ -87,7 +87,7 @@ from services.embedder.loading import load_configured_model, resolve_device
 from services.embedder.model import EmbedKind
 from services.embedder.profiles import resolve_profile
 from services.query.ranking import CANDIDATE_POOL, PREFETCH
-from services.query.search import SearchQuery, search_filter
+from services.query.search import SearchQuery, candidate_filters
 from tests.e2e.stack import RunningStack, start_stack
 
 DEFAULT_SCRATCH = ROOT / "bench" / "out" / "query"
@@ -192,7 +192,7 @@ class Bare:
             resolve_profile(settings, device), device, 0, settings.embedder_models_dir
         )
         self.encode_query = self.model.encoder_for(EmbedKind.QUERY)
-        self.where = search_filter(SearchQuery("", BENCH))
+        self.where, _ = candidate_filters(SearchQuery("", BENCH))  # the first stage's
 
     def _encode(self, question: str) -> np.ndarray:
         return self.encode_query(self.model.with_prefix([question], EmbedKind.QUERY)).vectors[0]

@@ -99,7 +99,7 @@ from alexandria_stack.layout import StackLayout
 from services.embedder.memory import IDLE_BEFORE_RELEASE_S
 from services.query.common_words import CommonWords
 from services.query.ranking import CANDIDATE_POOL, PREFETCH
-from services.query.search import SearchQuery, search_filter
+from services.query.search import SearchQuery, candidate_filters, search_filter
 from tests.e2e.stack import RunningStack, start_stack
 
 DEFAULT_SCRATCH = ROOT / "var" / "bench-scale"
@@ -602,7 +602,7 @@ def store_stages(store: Store, queries: np.ndarray, texts: list[str]) -> dict[st
     (its dense and lexical halves apart too), with the words it searches for (common_words.py: the sample of
     passages drawn, and then as kept) and with every word of the question, then its candidates' chunk, window and
     lexical scores (one call)."""
-    where = search_filter(SearchQuery("", BENCH))
+    where, _ = candidate_filters(SearchQuery("", BENCH))
     seconds: dict[str, list[float]] = {}
 
     def timed_call(stage: str, call: Callable[..., Any], *args: Any) -> Any:

@@ -61,8 +61,8 @@ from alexandria.store.records import ChunkRecord
 from services.embedder.loading import resolve_model_source
 from services.ingest.segment import sentence_spans
 from services.query.outcome import SearchMode
-from services.query.ranking import SEMANTIC_WEIGHT, Signals, lexical_relevance, measure
-from services.query.search import Ranked, Searcher, SearchQuery
+from services.query.ranking import CANDIDATE_POOL, SEMANTIC_WEIGHT, Signals, lexical_relevance, measure
+from services.query.search import Ranked, Searcher, SearchQuery, candidate_filters
 from services.query.server import EmbedderQueryEncoder
 
 log = logging.getLogger("bench.windows")
@@ -279,7 +279,8 @@ async def run(corpus: Path, scratch: Path, configs: Sequence[WindowConfig]) -> d
                 # every candidate's, to find the answer at any rank.
                 first = searcher._candidates(query, encoded.vector, terms)
                 hits = searcher._read(COLLECTION, Ranked(first, [0.0] * len(first)), first).hits
-                [signals] = measure(store, COLLECTION, hits, [(encoded.vector, terms)], WINDOWS)
+                hits, [signals] = measure(store, COLLECTION, hits, [(encoded.vector, terms)], WINDOWS,
+                                          candidate_filters(query)[1], CANDIDATE_POOL)
                 candidates.append(Candidates(q, hits, signals, encoded.vector, encoded.similarity_floor))
             passages = load_passages(store)
             sentence_of = await window_vectors(embedder, passages, None, tokenizer, scratch)

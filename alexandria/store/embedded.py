@@ -69,7 +69,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypedDict, overload
 
@@ -547,13 +547,13 @@ class EmbeddedStore(Store):
         return self._query(collection, edge.Fusion.Rrf(k=_RRF_K), where, limit, with_payload, prefetches)
 
     def similarities(
-        self, collection: str, ids: list[str], queries: Sequence[SimilarityQuery]
+        self, collection: str, ids: list[str], queries: Sequence[SimilarityQuery], where: Filter | None = None
     ) -> list[dict[str, float]]:
         """Each query's score of each point's vector, in one engine call (see the protocol): a call costs
         ~0.5 ms whatever it asks, a query against 50 points a tenth of that."""
         if not ids:
             return [{} for _ in queries]
-        only = edge.Filter(must=[edge.HasIdCondition(set(ids))])
+        only = _to_edge_filter(replace(where or Filter(), ids=tuple(ids)))
         requests = []
         for vector, using in queries:
             query = _to_edge_sparse(vector) if isinstance(vector, SparseVector) else dense_query(vector, using)

@@ -256,12 +256,13 @@ class Store(Protocol):
         """One engine query: dense and sparse prefetches fused with RRF."""
 
     def similarities(
-        self, collection: str, ids: list[str], queries: Sequence[SimilarityQuery]
+        self, collection: str, ids: list[str], queries: Sequence[SimilarityQuery], where: Filter | None = None
     ) -> list[dict[str, float]]:
         """For each (vector, using) query, in order, the score of each given point's `using` vector for `vector`,
         computed by the engine in one call: the cosine for DENSE, the cosine of the best-matching window for WINDOWS
         (sentence for SENTENCES: MaxSim), the BM25 score (with the collection's IDF) for SPARSE and a sparse
-        `vector`. Points without that vector, or with no score (no query word, for SPARSE), are left out."""
+        `vector`. Points without that vector, with no score (no query word, for SPARSE), or outside `where` when it
+        is given, are left out."""
 
     def collection_storage(self, collection: str) -> CollectionStorage:
         """How the collection keeps its vectors and what it takes on disk; NotFound when it does not exist."""

@@ -75,6 +75,7 @@ INTEGER_INDEXES = (CALIBRE_ID, SEQUENCE_INDEX, CHAPTER_INDEX, VERSION)
 BOOL_INDEXES = (COMPLETE,)
 # word-matched (Filter.text): lowercased, accents folded, so "austen" finds "Jane Austen"
 TEXT_INDEXES = (AUTHOR,)
-# What every search's filter names (services/query/search.py, search_filter): the engine checks them at each point a
-# dense search visits, so their indexes stay in RAM where the others may be read through mmap (QDRANT_ON_DISK).
+# What every search's filter names (services/query/search.py, search_filter): the engine checks `complete` at each point
+# a search visits, and `level` there in a search of the highlights (on the candidates alone in one of the passages:
+# candidate_filters), so their indexes stay in RAM where the others may be read through mmap (QDRANT_ON_DISK).
 EVERY_SEARCH_FILTERS = (COMPLETE, LEVEL)

@@ -28,6 +28,7 @@ turns "cannot reach the server" into Unavailable, which callers retry.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Iterator, Sequence
@@ -390,12 +391,12 @@ class ServerStore(Store):
         )
 
     def similarities(
-        self, collection: str, ids: list[str], queries: Sequence[SimilarityQuery]
+        self, collection: str, ids: list[str], queries: Sequence[SimilarityQuery], where: Filter | None = None
     ) -> list[dict[str, float]]:
         """Each query's score of each point's vector, in one request (see the protocol)."""
         if not ids:
             return [{} for _ in queries]
-        only = models.Filter(must=[models.HasIdCondition(has_id=ids)])
+        only = _to_qdrant_filter(dataclasses.replace(where or Filter(), ids=tuple(ids)))
         requests = []
         for vector, using in queries:
             query = _to_qdrant_sparse(vector) if isinstance(vector, SparseVector) else dense_query(vector, using)

@@ -11,15 +11,22 @@ from google.protobuf.json_format import MessageToDict
 from alexandria.contract import QUERY_THRESHOLD
 from alexandria.errors import FailedPrecondition, InvalidArgument, NotFound
 from alexandria.settings import QuerySettings
-from alexandria.store import Filter
+from alexandria.store import WINDOWS, Filter, Hit
 from alexandria.store import schema as f
-from query.fakes import FakeEncoder, RecordingStore, embedded_store, name_of, point, unit
+from alexandria.store.lexical import encode_query
+from query.fakes import FakeEncoder, RecordingStore, embedded_store, name_of, point, point_id, unit
 from services.query.budget import fit_to_budget, json_size, truncate_text, water_level
 from services.query.context import chapter_window, results_sharing_a_parent
 from services.query.guardians import PromptLibrary
 from services.query.outcome import ContextMode, SearchIn, SearchMode, SearchOutcome
-from services.query.ranking import WINDOW_WEIGHT, calibrate, hinted_floor
-from services.query.search import Searcher, SearchQuery, passage_from_payload, search_filter
+from services.query.ranking import WINDOW_WEIGHT, calibrate, hinted_floor, measure
+from services.query.search import (
+    Searcher,
+    SearchQuery,
+    candidate_filters,
+    passage_from_payload,
+    search_filter,
+)
 from services.query.server import instruction_size, search_response
 
 COLLECTION = "books"
@@ -142,9 +149,9 @@ async def test_the_question_and_the_passage_are_measured_in_one_store_call(store
     measure = store.store.similarities
     queries_measured: list[int] = []
 
-    def counted(collection, ids, queries):
+    def counted(collection, ids, queries, where=None):
         queries_measured.append(len(queries))
-        return measure(collection, ids, queries)
+        return measure(collection, ids, queries, where)
 
     store.store.similarities = counted
     await _search(store, encoder, _query(threshold=0.0, passage="the rain on the way to the house"))
@@ -207,9 +214,26 @@ def query_text_of(passages: list[str], chunk_id: str) -> bool:
     return _child_text(int(chunk_id[1:])) in passages
 
 
+def test_the_candidates_scored_are_the_first_of_the_levels_searched(store) -> None:
+    """A first stage that leaves the level to the scores finds UNCHECKED_MARGIN more candidates than the pool: the
+    chapters among them are dropped, and the pool is the first CANDIDATE_POOL of the others, in the first stage's order."""
+    first_stage = [Hit(point_id(name), 0.0, {}) for name in ("chapter-1", "c2", "c3", "flat", "c0")]
+    _, checked_after = candidate_filters(_query())
+    kept, [signals] = measure(store, COLLECTION, first_stage, [(unit(1, 0, 0, 0), encode_query(QUESTION))], WINDOWS,
+                              checked_after, pool=3)
+    assert [name_of(hit.id) for hit in kept] == ["c2", "c3", "flat"]
+    assert signals.chunk_cosine == pytest.approx([0.9, 0.7, 0.6], abs=1e-5)
+    everything, _ = measure(store, COLLECTION, first_stage, [(unit(1, 0, 0, 0), encode_query(QUESTION))], WINDOWS)
+    assert [name_of(hit.id) for hit in everything] == ["chapter-1", "c2", "c3", "flat", "c0"]
+
+
 @pytest.mark.asyncio
-async def test_parents_and_incomplete_books_are_never_hits(store, encoder) -> None:
-    outcome = await _search(store, encoder, _query(threshold=0.0, limit=20, search_mode=SearchMode.SEMANTIC))
+@pytest.mark.parametrize("mode", [SearchMode.SEMANTIC, SearchMode.HYBRID])
+async def test_parents_and_incomplete_books_are_never_hits(store, encoder, mode) -> None:
+    first_stage, checked_after = candidate_filters(_query(search_mode=mode))
+    assert f.LEVEL not in first_stage.must and first_stage.must[f.COMPLETE] is True
+    assert checked_after == Filter(must={f.LEVEL: f.PASSAGE_LEVELS}), "the chapter is a candidate, dropped once scored"
+    outcome = await _search(store, encoder, _query(threshold=0.0, limit=20, search_mode=mode))
     ids = [name_of(p.chunk_id) for p in outcome.results]
     assert "chapter-1" not in ids and "half" not in ids
     assert sorted(ids) == ["c0", "c1", "c2", "c3", "c4", "flat"]

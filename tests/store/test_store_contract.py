@@ -510,6 +510,13 @@ def test_similarities_are_cosines_to_the_best_window_or_the_dense_vector_and_bm2
     assert set(by_words) == set(wanted) and max(by_words, key=by_words.__getitem__) == point_id("ship")  # both words
     assert library.similarities(COLLECTION, [], [(query, DENSE), (axis(0), WINDOWS)]) == [{}, {}]
 
+    # Given a filter, the points outside it get no score: the search checks its candidates' level so.
+    moby = Filter(must={f.BOOK_KEY: "moby"}, must_not={"name": "ship"})
+    dense, words = library.similarities(COLLECTION, [*wanted, point_id("ball")],
+                                        [(axis(0), DENSE), (lexical.encode_query("whale harpoon"), SPARSE)], moby)
+    assert set(dense) == set(words) == {point.id, point_id("harpoon")}
+    assert dense == pytest.approx({i: by_dense[i] for i in dense}, abs=1e-5)
+
 
 def test_two_creators_of_one_collection_at_once_both_get_it(store: Store) -> None:
     for attempt in range(20):
