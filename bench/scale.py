@@ -98,7 +98,7 @@ from alexandria.store.model import SPARSE
 from alexandria_stack.layout import StackLayout
 from services.embedder.memory import IDLE_BEFORE_RELEASE_S
 from services.query.common_words import CommonWords
-from services.query.ranking import CANDIDATE_POOL, PREFETCH
+from services.query.ranking import CANDIDATE_POOL, PREFETCH, UNCHECKED_MARGIN
 from services.query.search import SearchQuery, candidate_filters, search_filter
 from tests.e2e.stack import RunningStack, start_stack
 
@@ -602,7 +602,8 @@ def store_stages(store: Store, queries: np.ndarray, texts: list[str]) -> dict[st
     (its dense and lexical halves apart too), with the words it searches for (common_words.py: the sample of
     passages drawn, and then as kept) and with every word of the question, then its candidates' chunk, window and
     lexical scores (one call)."""
-    where, _ = candidate_filters(SearchQuery("", BENCH))
+    where, checked_after = candidate_filters(SearchQuery("", BENCH))
+    pool = CANDIDATE_POOL + UNCHECKED_MARGIN  # the first stage's, its level checked with the scores
     seconds: dict[str, list[float]] = {}
 
     def timed_call(stage: str, call: Callable[..., Any], *args: Any) -> Any:
@@ -614,17 +615,18 @@ def store_stages(store: Store, queries: np.ndarray, texts: list[str]) -> dict[st
     common_words = CommonWords(store)
     for text, vector in zip(texts, queries, strict=True):
         terms = encode_query(text)
-        timed_call("dense_ms", store.query_dense, vector, where, CANDIDATE_POOL)
-        timed_call("lexical_all_words_ms", store.query_sparse, terms, where, CANDIDATE_POOL)
+        timed_call("dense_ms", store.query_dense, vector, where, pool)
+        timed_call("lexical_all_words_ms", store.query_sparse, terms, where, pool)
         # The collection's sample of passages drawn: what the first search pays, once every SAMPLE_KEPT_S.
         searched = timed_call("common_words_first_ms", CommonWords(store).without_common, terms)
         common_words.without_common(BENCH, terms)
         timed_call("common_words_ms", common_words.without_common, terms)
-        timed_call("lexical_ms", store.query_sparse, searched, where, CANDIDATE_POOL)
-        timed_call("hybrid_all_words_ms", store.query_hybrid, vector, terms, where, CANDIDATE_POOL, PREFETCH)
-        hits = timed_call("hybrid_ms", store.query_hybrid, vector, searched, where, CANDIDATE_POOL, PREFETCH)
+        timed_call("lexical_ms", store.query_sparse, searched, where, pool)
+        timed_call("hybrid_all_words_ms", store.query_hybrid, vector, terms, where, pool, PREFETCH)
+        hits = timed_call("hybrid_ms", store.query_hybrid, vector, searched, where, pool, PREFETCH)
         ids = [hit.id for hit in hits]
-        timed_call("scores_ms", store.similarities, ids, [(vector, DENSE), (vector, WINDOWS), (terms, SPARSE)])
+        timed_call("scores_ms", store.similarities, ids, [(vector, DENSE), (vector, WINDOWS), (terms, SPARSE)],
+                   checked_after)
     return {stage: statistics.median(times) * 1000 for stage, times in seconds.items()}
 
 
