@@ -114,6 +114,7 @@ from alexandria.store.model import (
     check_facet_key,
     is_collection_name,
 )
+from alexandria.store.readahead import read_windows_at_random
 
 log = logging.getLogger(__name__)
 
@@ -680,7 +681,9 @@ class EmbeddedStore(Store):
                 self._use.notify_all()
 
     def _measure(self, target: str) -> None:
-        """Count the segments of the shard of `target`, and the vectors of its largest sealed one."""
+        """Count the segments of the shard of `target` and the vectors of its largest sealed one, and advise random
+        reads of their windows (readahead.py): whatever changed its segments mapped their files anew."""
+        read_windows_at_random(self._root / target)
         segments = merging.segments_of(self._root / target)
         self._segments[target] = len(segments)
         self._largest_segment[target] = max((s.vector_bytes for s in segments if s.sealed), default=0)

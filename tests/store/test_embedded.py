@@ -19,6 +19,7 @@ from alexandria.store import schema as f
 from alexandria.store.embedded import EmbeddedStore, shard_segments
 from alexandria.store.factory import compact, reporting_progress
 from alexandria.store.model import CollectionLayout, DenseSearch
+from alexandria.store.readahead import WINDOWS_STORAGE
 from alexandria.store.records import complete_books, complete_books_by_language
 from store.synthetic import (
     BOOK_SIZES,
@@ -467,3 +468,42 @@ def test_the_books_of_the_language_with_most_points_are_the_books_the_others_lea
     assert complete_books_by_language(embedded, COLLECTION, len(books_held)) == {"eng": 2, "fra": 1}
     # the languages' points (all, and those not complete), then the books of French alone (the same two)
     assert counting.facets == 4
+
+
+def _windows_read_advice(shard_path: Path) -> list[str]:
+    """How the kernel reads ahead in each mapping this process holds of the windows under `shard_path`: "random"
+    (VmFlags rr), "sequential" (sr) or "normal"."""
+    advice, path = [], None
+    with open("/proc/self/smaps", encoding="utf-8") as smaps:
+        for line in smaps:
+            if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+                fields = line.split(maxsplit=5)
+                path = fields[5].strip() if len(fields) == 6 else None
+            elif line.startswith("VmFlags:") and path and path.startswith(f"{shard_path}/") \
+                    and f"/{WINDOWS_STORAGE}/" in path:
+                flags = line.split()[1:]
+                advice.append("random" if "rr" in flags else "sequential" if "sr" in flags else "normal")
+    return advice
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").is_file(), reason="reads this process's mappings from /proc (Linux)")
+def test_the_windows_are_read_at_random_once_written_and_once_reopened(tmp_path: Path) -> None:
+    settings = settings_for("embedded", tmp_path)
+    shard_path = tmp_path / "store" / COLLECTION
+    store = open_store(settings)
+    try:
+        store.ensure_collection(COLLECTION, DIMENSION, METADATA)
+        store.upsert(COLLECTION, [stored_point(p) for p in PASSAGES])
+        store.optimize(COLLECTION)
+        written = _windows_read_advice(shard_path)
+    finally:
+        store.close()
+    reopened = open_store(settings)
+    try:
+        assert reopened.count(COLLECTION) == len(PASSAGES)
+        loaded = _windows_read_advice(shard_path)
+    finally:
+        reopened.close()
+    # The engine maps each file twice, one mapping advised sequential: none of them may stay so.
+    assert written and set(written) == {"random"}
+    assert loaded and set(loaded) == {"random"}
