@@ -3,12 +3,12 @@
 qdrant-edge maps each storage file twice, one mapping advised for sequential reads and one for random reads,
 and it reads a point's windows (a multivector, in chunk files) through the sequential one (advising that one
 random is what changed the figures below). So each candidate whose windows a search scores faults in the
-kernel's whole readahead window around them: on a store larger
-than the page cache (10,008 books, 22 GB, one process held to 4.4 GB), scoring a search's 70 candidates' windows took 65 ms p50, and
-the pages it read pushed the rest of the store's hot pages out (the fused first stage 41 ms, against 17 with
-the memory free). Advised random, the same reads took 4.4 ms and the first stage 16.8, the process never
-reaching its limit (README, *A large library on one machine*). The engine maps the files of each segment as
-it loads it, so the advice is given again whenever the collection's segments may have changed.
+kernel's whole readahead window around them. On a store larger than the page cache (10,008 books, 22 GB, one
+process held to 4.4 GB), scoring a search's 70 candidates' windows took 65 ms p50, and the pages it read pushed
+the rest of the store's hot pages out (the fused first stage 41 ms, against 17 with the memory free). Advised
+random, the same reads took 4.4 ms and the first stage 16.8, the process never reaching its limit (README, *A
+large library on one machine*). The engine maps the files of each segment as it loads it, so the advice is
+given again whenever the collection's segments may have changed.
 """
 
 from __future__ import annotations
