@@ -98,8 +98,8 @@ from alexandria.store.model import SPARSE
 from alexandria_stack.layout import StackLayout
 from services.embedder.memory import IDLE_BEFORE_RELEASE_S
 from services.query.common_words import CommonWords
-from services.query.ranking import CANDIDATE_POOL, PREFETCH, UNCHECKED_MARGIN
-from services.query.search import SearchQuery, candidate_filters, search_filter
+from services.query.ranking import PREFETCH
+from services.query.search import SearchQuery, candidate_filters, first_stage_pool, search_filter
 from tests.e2e.stack import RunningStack, start_stack
 
 DEFAULT_SCRATCH = ROOT / "var" / "bench-scale"
@@ -603,7 +603,7 @@ def store_stages(store: Store, queries: np.ndarray, texts: list[str]) -> dict[st
     passages drawn, and then as kept) and with every word of the question, then its candidates' chunk, window and
     lexical scores (one call)."""
     where, checked_after = candidate_filters(SearchQuery("", BENCH))
-    pool = CANDIDATE_POOL + UNCHECKED_MARGIN  # the first stage's, its level checked with the scores
+    pool = first_stage_pool(checked_after)
     seconds: dict[str, list[float]] = {}
 
     def timed_call(stage: str, call: Callable[..., Any], *args: Any) -> Any:

@@ -62,7 +62,7 @@ from services.embedder.loading import resolve_model_source
 from services.ingest.segment import sentence_spans
 from services.query.outcome import SearchMode
 from services.query.ranking import CANDIDATE_POOL, SEMANTIC_WEIGHT, Signals, lexical_relevance, measure
-from services.query.search import Ranked, Searcher, SearchQuery, candidate_filters
+from services.query.search import Ranked, Searcher, SearchQuery, candidate_filters, first_stage_pool
 from services.query.server import EmbedderQueryEncoder
 
 log = logging.getLogger("bench.windows")
@@ -277,10 +277,11 @@ async def run(corpus: Path, scratch: Path, configs: Sequence[WindowConfig]) -> d
                 terms = encode_query(q.question)
                 # The first stage gives ids alone (the search reads its results' payloads); this bench reads
                 # every candidate's, to find the answer at any rank.
-                first = searcher._candidates(query, encoded.vector, terms)
+                where, checked_after = candidate_filters(query)
+                first = searcher._candidates(query, where, first_stage_pool(checked_after), encoded.vector, terms)
                 hits = searcher._read(COLLECTION, Ranked(first, [0.0] * len(first)), first).hits
                 hits, [signals] = measure(store, COLLECTION, hits, [(encoded.vector, terms)], WINDOWS,
-                                          candidate_filters(query)[1], CANDIDATE_POOL)
+                                          checked_after, CANDIDATE_POOL)
                 candidates.append(Candidates(q, hits, signals, encoded.vector, encoded.similarity_floor))
             passages = load_passages(store)
             sentence_of = await window_vectors(embedder, passages, None, tokenizer, scratch)

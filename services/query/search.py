@@ -259,7 +259,9 @@ class Searcher:
         relevance to the question."""
         search_vector = query_vector.first_stage_vector
         search_terms = first_stage_terms(terms, passage_terms)
-        hits = await call_store(self.store, self._candidates, query, search_vector, search_terms)
+        where, checked_after = candidate_filters(query)
+        hits = await call_store(self.store, self._candidates, query, where, first_stage_pool(checked_after),
+                                search_vector, search_terms)
         if not hits:
             return Ranked([], [])
         semantic = query.search_mode is not SearchMode.LEXICAL
@@ -269,7 +271,7 @@ class Searcher:
         if passage_terms is not None:
             texts.append((query_vector.passage_vector if semantic else None, passage_terms))
         hits, measured = await call_store(self.store, measure, self.store, query.collection, hits, texts, multivector,
-                                          candidate_filters(query)[1], CANDIDATE_POOL)
+                                          checked_after, CANDIDATE_POOL)
         if not hits:
             return Ranked([], [])
         scores, *passage_scores = (
@@ -290,12 +292,11 @@ class Searcher:
         return Ranked([best[i] for i in best_first(reranked)], [float(score) for score in np.sort(reranked)[::-1]],
                       ranked.deleted_since)
 
-    def _candidates(self, query: SearchQuery, vector: np.ndarray, terms: SparseVector) -> list[Hit]:
-        """The first stage: CANDIDATE_POOL candidates for the mode, whatever the limit (UNCHECKED_MARGIN more where their
-        level is checked after: candidate_filters), without their payloads (_select reads those of the results alone);
-        its lexical search skips the words most passages hold (common_words.py)."""
-        where, checked_after = candidate_filters(query)
-        pool = CANDIDATE_POOL if checked_after is None else CANDIDATE_POOL + UNCHECKED_MARGIN
+    def _candidates(self, query: SearchQuery, where: Filter, pool: int, vector: np.ndarray,
+                    terms: SparseVector) -> list[Hit]:
+        """The first stage: `pool` candidates for the mode within `where`, whatever the limit (candidate_filters,
+        first_stage_pool), without their payloads (_select reads those of the results alone); its lexical search skips
+        the words most passages hold (common_words.py)."""
         if query.search_mode is SearchMode.SEMANTIC or not terms.indices:
             return self.store.query_dense(query.collection, vector, where, pool, with_payload=False)
         terms = self.common_words.without_common(query.collection, terms)
@@ -417,6 +418,12 @@ def candidate_filters(query: SearchQuery) -> tuple[Filter, Filter | None]:
         return where, None
     levels = {f.LEVEL: where.must[f.LEVEL]}
     return dataclasses.replace(where, must={k: v for k, v in where.must.items() if k != f.LEVEL}), Filter(must=levels)
+
+
+def first_stage_pool(checked_after: Filter | None) -> int:
+    """How many candidates the first stage finds: CANDIDATE_POOL, and UNCHECKED_MARGIN more where their level is
+    checked with their scores (`checked_after`, from candidate_filters), so that a pool of CANDIDATE_POOL is left."""
+    return CANDIDATE_POOL if checked_after is None else CANDIDATE_POOL + UNCHECKED_MARGIN
 
 
 def contains_every_term(terms: SparseVector, hit: Hit) -> bool:

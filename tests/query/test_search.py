@@ -19,11 +19,19 @@ from services.query.budget import fit_to_budget, json_size, truncate_text, water
 from services.query.context import chapter_window, results_sharing_a_parent
 from services.query.guardians import PromptLibrary
 from services.query.outcome import ContextMode, SearchIn, SearchMode, SearchOutcome
-from services.query.ranking import WINDOW_WEIGHT, calibrate, hinted_floor, measure
+from services.query.ranking import (
+    CANDIDATE_POOL,
+    UNCHECKED_MARGIN,
+    WINDOW_WEIGHT,
+    calibrate,
+    hinted_floor,
+    measure,
+)
 from services.query.search import (
     Searcher,
     SearchQuery,
     candidate_filters,
+    first_stage_pool,
     passage_from_payload,
     search_filter,
 )
@@ -227,12 +235,19 @@ def test_the_candidates_scored_are_the_first_of_the_levels_searched(store) -> No
     assert [name_of(hit.id) for hit in everything] == ["chapter-1", "c2", "c3", "flat", "c0"]
 
 
+def test_a_search_of_the_highlights_checks_their_level_in_the_first_stage() -> None:
+    first_stage, checked_after = candidate_filters(_query(search_in=SearchIn.HIGHLIGHTS))
+    assert first_stage.must[f.LEVEL] == [f.Level.HIGHLIGHT.value] and checked_after is None
+    assert first_stage_pool(checked_after) == CANDIDATE_POOL
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize("mode", [SearchMode.SEMANTIC, SearchMode.HYBRID])
 async def test_parents_and_incomplete_books_are_never_hits(store, encoder, mode) -> None:
     first_stage, checked_after = candidate_filters(_query(search_mode=mode))
     assert f.LEVEL not in first_stage.must and first_stage.must[f.COMPLETE] is True
     assert checked_after == Filter(must={f.LEVEL: f.PASSAGE_LEVELS}), "the chapter is a candidate, dropped once scored"
+    assert first_stage_pool(checked_after) == CANDIDATE_POOL + UNCHECKED_MARGIN
     outcome = await _search(store, encoder, _query(threshold=0.0, limit=20, search_mode=mode))
     ids = [name_of(p.chunk_id) for p in outcome.results]
     assert "chapter-1" not in ids and "half" not in ids
