@@ -12,7 +12,7 @@ from typing import Any, cast
 import numpy as np
 
 from alexandria.errors import NotFound, Unavailable
-from alexandria.store.model import DENSE, MULTIVECTORS, SPARSE, WINDOWS, CollectionInfo
+from alexandria.store.model import DENSE, MULTIVECTORS, WINDOWS, CollectionInfo
 from alexandria.store.records import CollectionModel
 from alexandria.store.schema import MODEL
 
@@ -31,12 +31,6 @@ def dense_query(vector: np.ndarray, using: str) -> list[float] | list[list[float
 def vector_selector(with_vectors: bool) -> list[str] | bool:
     """Ask for the dense and window vectors only: callers never need the lexical one back."""
     return [DENSE, WINDOWS] if with_vectors else False
-
-
-def lexical_terms(vectors: Any) -> frozenset[int]:
-    """The term ids of a point's lexical vector, from the named vectors a query returned with it."""
-    lexical = (vectors or {}).get(SPARSE)
-    return frozenset(lexical.indices) if lexical is not None else frozenset()
 
 
 def multivector_list(rows: np.ndarray) -> list[list[float]]:

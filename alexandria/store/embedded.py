@@ -86,7 +86,6 @@ from alexandria.store.common import (
     dense_list,
     dense_query,
     disk_usage,
-    lexical_terms,
     multivector_list,
     store_closed,
     vector_selector,
@@ -478,15 +477,6 @@ class EmbeddedStore(Store):
         with self._using(collection) as shard:
             records = shard.retrieve(point_ids, with_payload=True, with_vector=vector_selector(with_vectors))
         return [_to_record(r) for r in records]
-
-    def lexical_terms(self, collection: str, ids: list[str]) -> dict[str, frozenset[int]]:
-        """The term ids of each point's stored lexical vector, by id; ids not in the store are left out."""
-        if not ids:
-            return {}
-        point_ids: list[edge.PointId] = [*ids]
-        with self._using(collection) as shard:
-            records = shard.retrieve(point_ids, with_payload=False, with_vector=[SPARSE])
-        return {str(r.id): lexical_terms(r.vector) for r in records}
 
     def facet_counts(
         self, collection: str, key: str, where: Filter | None = None, limit: int = 100000

@@ -135,13 +135,13 @@ SimilarityQuery = tuple[np.ndarray | SparseVector, str]
 @dataclass(frozen=True)
 class Hit:
     """A query result. `score` is the engine's score for the mode (a fused rank in hybrid mode); `payload` empty when
-    the query was asked for none; `lexical_terms`, once read (Store.lexical_terms), the term ids of the point's stored
-    lexical vector (every word of its text), None until then."""
+    the query was asked for none; `terms_held`, once the search has read them (services/query/search.py), which of the
+    query's lexical terms the point's text holds, None until then."""
 
     id: str
     score: float
     payload: dict[str, Any]
-    lexical_terms: frozenset[int] | None = None
+    terms_held: frozenset[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -225,16 +225,11 @@ class Store(Protocol):
     def retrieve(self, collection: str, ids: list[str], with_vectors: bool = False) -> list[PointRecord]:
         """The points with these ids, in the order of `ids`; ids not in the store are left out."""
 
-    def lexical_terms(self, collection: str, ids: list[str]) -> dict[str, frozenset[int]]:
-        """The term ids of each point's stored lexical vector (every word of its text), by id; ids not in the store are
-        left out."""
-
     def facet_counts(self, collection: str, key: str, where: Filter | None = None, limit: int = 100000) -> dict[Any, int]:
         """Distinct values of a keyword payload field with their point counts."""
 
     # Each query returns its hits' ids and scores, and their payloads unless `with_payload` is false: a payload is read
-    # from the store's files (mostly the passage's text), a random read of a large collection's disk for each hit. Their
-    # lexical terms (a few hundred term ids a hit) are read apart, for the few hits that need them (lexical_terms).
+    # from the store's files (mostly the passage's text), a random read of a large collection's disk for each hit.
     def query_dense(
         self, collection: str, vector: np.ndarray, where: Filter | None, limit: int, with_payload: bool = True
     ) -> list[Hit]: ...

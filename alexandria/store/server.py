@@ -59,7 +59,6 @@ from alexandria.store.common import (
     dense_list,
     dense_query,
     disk_usage,
-    lexical_terms,
     multivector_list,
     store_closed,
     vector_selector,
@@ -331,14 +330,6 @@ class ServerStore(Store):
             )
         by_id = {str(r.id): _to_record(r) for r in records}
         return [by_id[i] for i in ids if i in by_id]
-
-    def lexical_terms(self, collection: str, ids: list[str]) -> dict[str, frozenset[int]]:
-        """The term ids of each point's stored lexical vector, by id; ids not in the store are left out."""
-        if not ids:
-            return {}
-        with self._errors(self._require(collection)):
-            records = self._client.retrieve(collection, ids, with_payload=False, with_vectors=[SPARSE])
-        return {str(r.id): lexical_terms(r.vector) for r in records}
 
     def facet_counts(
         self, collection: str, key: str, where: Filter | None = None, limit: int = 100000

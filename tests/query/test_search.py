@@ -14,6 +14,7 @@ from alexandria.settings import QuerySettings
 from alexandria.store import WINDOWS, Filter, Hit
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_query
+from alexandria.store.model import SPARSE
 from query.fakes import FakeEncoder, RecordingStore, embedded_store, name_of, point, point_id, unit
 from services.query.budget import fit_to_budget, json_size, truncate_text, water_level
 from services.query.context import chapter_window, results_sharing_a_parent
@@ -100,6 +101,7 @@ async def _search(
     if store.collection_info(query.collection) is not None:
         searcher.common_words.common(query.collection)
     store.calls.clear()
+    store.asked.clear()
     return await searcher.search(query, budget, reserved)
 
 
@@ -267,12 +269,15 @@ async def test_a_name_below_the_threshold_is_kept_when_the_passage_contains_it(s
 async def test_the_lexical_terms_are_read_only_for_candidates_under_the_threshold_and_only_when_needed(
         store, encoder) -> None:
     answered = await _search(store, encoder, _query(limit=2, threshold=0.0))
-    assert len(answered.results) == 2 and "lexical_terms" not in store.calls, "two passages reach the threshold"
+    assert len(answered.results) == 2 and store.calls.count("similarities") == 1, "two passages reach the threshold"
 
     named = await _search(store, encoder, _query(NAME_QUERY, threshold=0.5))
     assert [name_of(p.chunk_id) for p in named.results] == ["c4"] and named.results[0].matched_lexically
-    (read,) = [args for name, args, _ in store.asked if name == "lexical_terms"]
+    scores, read = [args for name, args, _ in store.asked if name == "similarities"]
     assert "c4" in {name_of(i) for i in read[1]}, "the passage kept for its words had them read, in one call"
+    assert set(read[1]) < set(scores[1]), "only the candidates under the threshold"
+    assert [(list(vector.indices), using) for vector, using in read[2]] == [
+        (encode_query(NAME_QUERY).indices, SPARSE)], "each query term scored alone"
 
 
 @pytest.mark.asyncio

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from alexandria.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
-from alexandria.store import DENSE, WINDOWS, CollectionInfo, Filter, Store, lexical, open_store
+from alexandria.store import DENSE, WINDOWS, CollectionInfo, Filter, SparseVector, Store, lexical, open_store
 from alexandria.store import schema as f
 from alexandria.store.differences import ACCENT_FOLDING
 from alexandria.store.model import SPARSE
@@ -78,7 +78,6 @@ CALLS: dict[str, Callable[[Store, str], object]] = {
     "count": lambda store, collection: store.count(collection),
     "scroll": lambda store, collection: store.scroll(collection, None, limit=5),
     "retrieve": lambda store, collection: store.retrieve(collection, [point_id("whale")]),
-    "lexical_terms": lambda store, collection: store.lexical_terms(collection, [point_id("whale")]),
     "facet_counts": lambda store, collection: store.facet_counts(collection, f.BOOK_KEY),
     "query_dense": lambda store, collection: store.query_dense(collection, axis(0), None, limit=3),
     "query_sparse": lambda store, collection: store.query_sparse(
@@ -324,15 +323,18 @@ def test_hybrid_query_fuses_both_rankings(library: Store) -> None:
     assert set(names(hits)) == {"ship", "whale", "harpoon"}
 
 
-def test_the_term_ids_of_each_points_own_text_are_read_by_id_and_queries_leave_them_unread(library: Store) -> None:
-    text_of = {p.name: p.text for p in PASSAGES}
-    terms = lexical.encode_query("harpoon line")
-    hits = library.query_hybrid(COLLECTION, axis(0), terms, None, limit=3, prefetch_limit=3)
-    assert hits and all(hit.lexical_terms is None for hit in hits)
+def test_one_terms_lexical_score_goes_to_exactly_the_points_whose_text_holds_it(library: Store) -> None:
+    # What a search's check of "holds every query term" reads (search.py's _read_terms); queries leave it unread.
+    hits = library.query_hybrid(COLLECTION, axis(0), lexical.encode_query("harpoon line"), None, limit=3,
+                                prefetch_limit=3)
+    assert hits and all(hit.terms_held is None for hit in hits)
 
-    read = library.lexical_terms(COLLECTION, [hit.id for hit in hits] + [point_id("not stored")])
-    assert read == {hit.id: frozenset(lexical.encode_query(text_of[hit.payload["name"]]).indices) for hit in hits}
-    assert library.lexical_terms(COLLECTION, []) == {}
+    ids = [point_id(p.name) for p in PASSAGES] + [point_id("not stored")]
+    for word in ("harpoon", "line", "whale", "ship"):
+        (term,) = lexical.encode_query(word).indices
+        holding = {point_id(p.name) for p in PASSAGES if term in lexical.encode_query(p.text).indices}
+        (scores,) = library.similarities(COLLECTION, ids, [(SparseVector([term], [1.0]), SPARSE)])
+        assert holding and {i for i, score in scores.items() if score > 0} == holding, word
 
 
 def test_every_query_mode_asked_for_no_payloads_gives_the_same_hits_without_them(library: Store) -> None:
