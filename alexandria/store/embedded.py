@@ -548,18 +548,18 @@ class EmbeddedStore(Store):
         if not ids:
             return [{} for _ in queries]
         only = _to_edge_filter(replace(where or Filter(), ids=tuple(ids)))
-        with self._using(collection) as shard:  # a missing collection is NotFound before its parameters are read
-            requests = []
-            for vector, using in queries:
-                query = _to_edge_sparse(vector) if isinstance(vector, SparseVector) else dense_query(vector, using)
-                requests.append(edge.QueryRequest(
-                    limit=len(ids),
-                    query=edge.Query.Nearest(query, using=using),
-                    filter=only,
-                    with_payload=False,
-                    with_vector=False,
-                    params=self._scores_params(collection) if using == DENSE else None,
-                ))
+        requests = []
+        for vector, using in queries:
+            query = _to_edge_sparse(vector) if isinstance(vector, SparseVector) else dense_query(vector, using)
+            requests.append(edge.QueryRequest(
+                limit=len(ids),
+                query=edge.Query.Nearest(query, using=using),
+                filter=only,
+                with_payload=False,
+                with_vector=False,
+                params=self._scores_params(collection) if using == DENSE else None,
+            ))
+        with self._using(collection) as shard:
             answers = shard.query_batch(edge.QueryBatchRequest(requests))
         return [{str(p.id): float(p.score) for p in points} for points in answers]
 
