@@ -84,12 +84,3 @@ LAYOUT = Difference(
     "local mode is qdrant-client's pure-Python engine: it keeps no index, no quantised copies and no "
     "write-ahead log, and ignores create_collection's arguments beyond the vectors and the metadata.",
 )
-CANDIDATE_SCORES = Difference(
-    frozenset({Engine.EMBEDDED}),
-    "similarities() gives the DENSE scores of an int8 collection's indexed points from their int8 codes, a few "
-    "thousandths off the cosine; a Qdrant server, and every other quantisation, gives the originals' cosine.",
-    "the codes are held in RAM and the originals, under QDRANT_ON_DISK, read at random from disk, a page for each "
-    "point scored (a search scores its 50 candidates); the embedded store knows each collection's quantisation "
-    "without asking, where a server would be asked once more on every search (and binary codes count matching "
-    "bits, which is no cosine).",
-)

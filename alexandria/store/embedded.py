@@ -211,14 +211,11 @@ class EmbeddedStore(Store):
             default_segment_number=_SEGMENTS,
             max_segment_size=max_segment_kb,
         )
-        # Rescoring asked for on every dense search (but a pool's scores of an int8 collection: _scores_params): a
-        # collection keeps the quantisation it was made with, whatever this process's settings, and an unquantised
-        # one ignores it.
+        # Rescoring asked for on every dense search: a collection keeps the quantisation it was made with,
+        # whatever this process's settings, and an unquantised one ignores it.
         self._set_search = DenseSearch(layout.hnsw_ef, layout.oversampling)
         self._many_segments_search = DenseSearch(max(1, int(layout.hnsw_ef * MANY_SEGMENTS_EF_SHARE)), 1.0)
         self._search_params: dict[tuple[DenseSearch, bool], edge.SearchParams] = {}
-        self._scores_rescore: dict[str, bool] = {}  # by the collection's own name
-        self._quantised_scores = edge.SearchParams(quantization=edge.QuantizationSearchParams(rescore=False))
         self._merged_bytes = merged_segment_kb * 1000
         self._max_segment_bytes = max_segment_kb * 1000
         self._shards: dict[str, edge.EdgeShard] = {}  # by the collection's own name
@@ -557,7 +554,7 @@ class EmbeddedStore(Store):
                 filter=only,
                 with_payload=False,
                 with_vector=False,
-                params=self._scores_params(collection) if using == DENSE else None,
+                params=self._dense_params(collection) if using == DENSE else None,
             ))
         with self._using(collection) as shard:
             answers = shard.query_batch(edge.QueryBatchRequest(requests))
@@ -889,7 +886,6 @@ class EmbeddedStore(Store):
             shard = self._shards.pop(collection, None)
             self._segments.pop(collection, None)
             self._largest_segment.pop(collection, None)
-            self._scores_rescore.pop(collection, None)
             self._written[collection] = next(self._changes)
             if shard is not None:
                 shard.close()
@@ -911,15 +907,6 @@ class EmbeddedStore(Store):
                 quantization=edge.QuantizationSearchParams(rescore=rescore, oversampling=search.oversampling),
             )
         return self._search_params[search, rescore]
-
-    def _scores_params(self, collection: str) -> edge.SearchParams:
-        """The engine's parameters for the dense scores of given points (`similarities`): an int8 collection's are its
-        quantised vectors' (differences.CANDIDATE_SCORES), any other's the originals'."""
-        target = self.collection_target(collection)
-        rescore = self._scores_rescore.get(target)
-        if rescore is None:
-            rescore = self._scores_rescore[target] = _quantization_of(_engine_config(self._root / target)) != "int8"
-        return self._dense_params(collection) if rescore else self._quantised_scores
 
     def _read_aliases(self) -> dict[str, str]:
         path = self._root / _ALIASES_FILE

@@ -254,7 +254,7 @@ class Store(Protocol):
         self, collection: str, ids: list[str], queries: Sequence[SimilarityQuery], where: Filter | None = None
     ) -> list[dict[str, float]]:
         """For each (vector, using) query, in order, the score of each given point's `using` vector for `vector`,
-        computed by the engine in one call: the cosine for DENSE (differences.CANDIDATE_SCORES), the cosine of the best-matching window for WINDOWS
+        computed by the engine in one call: the cosine for DENSE, the cosine of the best-matching window for WINDOWS
         (sentence for SENTENCES: MaxSim), the BM25 score (with the collection's IDF) for SPARSE and a sparse
         `vector`. Points without that vector, with no score (no query word, for SPARSE), or outside `where` when it
         is given, are left out."""

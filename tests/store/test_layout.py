@@ -4,7 +4,6 @@ collection takes on disk."""
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -20,7 +19,7 @@ from alexandria.errors import FailedPrecondition
 from alexandria.settings import StoreSettings
 from alexandria.store import DENSE, WINDOWS, Store, StoredPoint, lexical, open_store
 from alexandria.store.common import disk_usage
-from alexandria.store.differences import CANDIDATE_SCORES, LAYOUT
+from alexandria.store.differences import LAYOUT
 from alexandria.store.model import SPARSE, CollectionLayout
 from store.synthetic import (
     COLLECTION,
@@ -94,36 +93,6 @@ def test_quantised_vectors_are_searched_with_the_scores_of_the_originals(backend
     assert laid_out.similarities(COLLECTION, list(exact), [(query, DENSE)])[0] == pytest.approx(exact, abs=1e-5)
     hybrid = laid_out.query_hybrid(COLLECTION, query, lexical.encode_query("letter"), None, limit=2, prefetch_limit=3)
     assert {h.payload["name"] for h in hybrid} == {"whale", "letter"}
-
-
-def test_an_int8_collections_given_points_are_scored_from_their_codes_on_the_embedded_engine(
-    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    dimension = 64  # of random directions: 8 would put most components outside the codes' range
-    vectors = np.random.default_rng(0).normal(size=(100, dimension)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    ids = [str(uuid.UUID(int=row + 1)) for row in range(len(vectors))]
-    query = (vectors[0] + 0.5 * vectors[1]) / np.linalg.norm(vectors[0] + 0.5 * vectors[1])
-    exact = dict(zip(ids, (vectors @ query).tolist(), strict=True))
-    monkeypatch.setattr(embedded_module, "_INDEXING_THRESHOLD_KB", 1)  # these points indexed and quantised, as a library's
-    store = open_store(settings_for(backend, tmp_path).model_copy(update={**LAYOUT_SETTINGS, "qdrant_quantization": "int8"}))
-    try:
-        store.ensure_collection(COLLECTION, dimension, {"model": "random-64", "dimension": dimension})
-        store.upsert(COLLECTION, [StoredPoint(i, v, lexical.encode_document("word"), {}) for i, v in zip(ids, vectors, strict=True)])
-        store.optimize(COLLECTION)
-        scores = store.similarities(COLLECTION, ids, [(query, DENSE)])[0]
-        searched = store.query_dense(COLLECTION, query, None, limit=3)
-    finally:
-        store.close()
-
-    assert scores == pytest.approx(exact, abs=0.02)
-    # A dense search's answer is still rescored with the originals.
-    assert [hit.score for hit in searched] == pytest.approx(sorted(exact.values(), reverse=True)[:3], abs=1e-5)
-    if CANDIDATE_SCORES.applies_to(engine_of(backend)):
-        assert list(tmp_path.rglob("quantized.meta.json")), "the engine built no int8 codes to score with"
-        assert scores != pytest.approx(exact, abs=1e-5), "the given points were scored from their originals on disk"
-    else:
-        assert scores == pytest.approx(exact, abs=1e-5)
 
 
 def test_the_embedded_engine_records_the_layout(tmp_path: Path) -> None:
