@@ -105,6 +105,34 @@ def test_another_file_or_language_is_read_anew(tmp_path: Path, cache: OcrCache, 
     assert ocr_reads == [0, 0]
 
 
+def test_a_file_replaced_while_ocr_reads_it_keeps_nothing_read_after(
+        tmp_path: Path, cache: OcrCache, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "short.pdf"
+    original = scanned_pdf(LOGBOOK[:3])  # read in this process, page by page
+    path.write_bytes(original)
+    read_page = pdf_extractor.ocr_textpage
+    reads: list[int] = []
+
+    def replaced_amid_the_first_page(page: pymupdf.Page, language: str, tessdata: Path) -> pymupdf.TextPage:
+        reads.append(page.number)
+        if len(reads) == 1:  # as a sync of another copy moves a new file over it
+            (tmp_path / "new.pdf").write_bytes(scanned_pdf(ALMANAC))
+            os.replace(tmp_path / "new.pdf", path)
+        return read_page(page, language, tessdata)
+
+    monkeypatch.setattr(pdf_extractor, "ocr_textpage", replaced_amid_the_first_page)
+    text_of(path, OcrOptions(cache=cache))
+    assert reads == [0, 1, 2] and "changed while its scanned pages were read by OCR" in caplog.text
+    assert not list(cache.folder.glob("*/*.json")), "no page is kept under the hash of a file no longer there"
+
+    (tmp_path / "again.pdf").write_bytes(original)
+    os.replace(tmp_path / "again.pdf", path)
+    monkeypatch.setattr(pdf_extractor, "ocr_textpage", read_page)
+    text = text_of(path, OcrOptions(cache=cache))
+    assert all(f"noted the {word} tide" in text for word in ("first", "second", "third"))
+    assert len(list(cache.folder.glob("*/*.json"))) == 3, "a file left alone keeps its pages"
+
+
 def test_other_language_data_is_read_anew(tmp_path: Path, cache: OcrCache, ocr_reads: list[int]) -> None:
     path = tmp_path / "almanac.pdf"
     path.write_bytes(scanned_pdf(ALMANAC))

@@ -6,8 +6,10 @@ other parameters, a reindex under another model. So each page read is kept as so
 stopped midway keeps the pages it had read), in `<ALEXANDRIA_DATA_DIR>/ocr/<book>/<page>.json`, where `<book>`
 names the file's content (its sha256) and all that decides what OCR reads from it: the language data, the
 resolution, PyMuPDF's version (which carries Tesseract) and the format of what is kept. A changed file, or a
-book read in another language, is another folder. The folder is held to INGEST_OCR_CACHE_MB: past it, the books
-read longest ago are dropped whole. A page file that cannot be read is read by OCR again.
+book read in another language, is another folder. A file replaced or rewritten after it was hashed keeps no more
+pages there: what OCR reads of it from then on is not what that hash names. The folder is held to
+INGEST_OCR_CACHE_MB: past it, the books read longest ago are dropped whole. A page file that cannot be read is read
+by OCR again.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class OcrCache:
         """The pages kept for this file read with `language`'s data in `tessdata` at `dpi`; None when nothing can be
         kept (the data dir unwritable, say: the pages are then read by OCR, as without a cache)."""
         try:
+            hashed = _file_state(path)
             identity = "|".join((file_sha256(path), language, _data_identity(tessdata, language), str(dpi),
                                  pymupdf.VersionBind, str(CACHE_FORMAT)))
             folder = self.folder / hashlib.sha256(identity.encode()).hexdigest()[:32]
@@ -61,7 +64,7 @@ class OcrCache:
             log.warning("OCR text cannot be kept in %s (%s); %s's scanned pages are read by OCR", self.folder, exc,
                         path.name)
             return None
-        return CachedBook(folder, self)
+        return CachedBook(folder, self, path, hashed)
 
     def added(self, book: Path, size: int) -> None:
         """`size` more bytes kept for `book`: past `max_bytes`, the books read longest ago are dropped (not `book`)."""
@@ -93,6 +96,16 @@ def _data_identity(tessdata: Path, language: str) -> str:
     return f"{data.resolve()}:{status.st_size}:{status.st_mtime_ns}"
 
 
+def _file_state(path: Path) -> tuple[int, int, int, int] | None:
+    """Which file `path` names and how it was last written (None: gone): any change to its bytes, in place or by a
+    file moved over it, changes this."""
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        return None
+    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
+
+
 def _read_at(book: Path) -> float:
     """When `book`'s pages were last asked for (0 for a book gone meanwhile: dropped first)."""
     try:
@@ -104,9 +117,12 @@ def _read_at(book: Path) -> float:
 class CachedBook:
     """One book's pages as OCR read them, by 0-based page number: what `keep` was given, as JSON gives it back."""
 
-    def __init__(self, folder: Path, cache: OcrCache) -> None:
+    def __init__(self, folder: Path, cache: OcrCache, source: Path, hashed: tuple[int, int, int, int] | None) -> None:
         self.folder = folder
         self._cache = cache
+        self._source = source
+        self._hashed = hashed  # the source's state when its hash named `folder`
+        self._source_changed = False
 
     def pages(self, numbers: list[int], parse: Callable[[Any], T]) -> dict[int, T]:
         """The kept pages among `numbers`, each made what it was by `parse` (which raises on what it cannot take)."""
@@ -123,7 +139,14 @@ class CachedBook:
 
     def keep(self, number: int, page: Any) -> None:
         """Keep what OCR read of one page (JSON-able). A page that cannot be kept (a full disk) is only read again
-        next time: the read itself goes on."""
+        next time: the read itself goes on. Nothing more is kept once the source file has changed since it was
+        hashed (the page may be the new file's)."""
+        if not self._source_changed and _file_state(self._source) != self._hashed:
+            log.warning("%s changed while its scanned pages were read by OCR; what is read of it from now on is not "
+                        "kept", self._source.name)
+            self._source_changed = True
+        if self._source_changed:
+            return
         path = self.folder / f"{number}.json"
         try:
             self.folder.mkdir(parents=True, exist_ok=True)  # dropped meanwhile to make room for another book
