@@ -39,7 +39,8 @@ With no size (no --points, no --books), only step 1: the sync and the embedder's
 Before building, the free disk is checked against an estimate (from the synced books' own bytes a
 point); the bench refuses when the estimate does not fit. The scratch directory is removed at the end
 unless --keep. A --keep build stopped before its end (a killed process, a restarted machine) goes on
-from the copies already written with `--resume` and the same sizes. `--sweep` builds nothing: on the
+from the copies already written with `--resume`; a finished one grows with `--resume` and a larger size (the
+exact search's file is copied into a larger one). `--sweep` builds nothing: on the
 collection a --keep run left it measures the ANN recall (both) and query time at each --ef (hnsw_ef) and
 --oversampling (of a quantised collection) given.
 `--kept` builds nothing either: it measures every figure of step 2 but the build's on the collection a --keep
@@ -228,13 +229,26 @@ class ExactSearch:
 
     @classmethod
     def resumed(cls, scratch: Path, source: SourceBooks, copies: int, written_copies: int) -> ExactSearch:
-        """The file an interrupted --keep run was filling for `copies` copies, its first `written_copies` written."""
-        vectors = np.load(scratch / VECTORS_FILE, mmap_mode="r+")
-        if vectors.shape != (copies * len(source.records), source.vector_size):
-            raise SystemExit(f"{scratch / VECTORS_FILE} holds room for {vectors.shape[0]:,} vectors, not the "
-                             f"{copies * len(source.records):,} of {copies} copies: resume with the sizes the "
-                             "interrupted run was given, or build anew without --resume")
-        return cls(source, vectors, written_copies * len(source.records))
+        """The file an earlier --keep run filled with its first `written_copies` copies, with room for `copies`:
+        made larger (its written rows copied into a new file) when this build goes past the size that one was
+        given."""
+        path = scratch / VECTORS_FILE
+        vectors = np.load(path, mmap_mode="r+")
+        rows, written = copies * len(source.records), written_copies * len(source.records)
+        if vectors.shape[1] != source.vector_size:
+            raise SystemExit(f"{path} holds vectors of {vectors.shape[1]} dimensions, the source collection's have "
+                             f"{source.vector_size}: build anew without --resume")
+        if vectors.shape[0] < rows:
+            check_disk(scratch, rows * source.vector_size * 4, f"the exact search's {rows:,} vectors")
+            log.info("making room for %d copies in %s (%d written)", copies, path, written_copies)
+            larger = np.lib.format.open_memmap(path.with_suffix(".larger"), "w+", np.float32, (rows, source.vector_size))
+            for start in range(0, written, EXACT_BLOCK):
+                larger[start : min(start + EXACT_BLOCK, written)] = vectors[start : min(start + EXACT_BLOCK, written)]
+            larger.flush()
+            del larger, vectors
+            path.with_suffix(".larger").replace(path)
+            vectors = np.load(path, mmap_mode="r+")
+        return cls(source, vectors, written)
 
     @classmethod
     def kept(cls, scratch: Path, source: SourceBooks, points: int) -> ExactSearch:
@@ -783,8 +797,8 @@ def main() -> None:
     parser.add_argument("--scratch", type=Path, default=DEFAULT_SCRATCH)
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory (the synced source too)")
     parser.add_argument("--resume", action="store_true",
-                        help="with --keep and the same sizes: go on with the build an interrupted --keep run left in "
-                             "the scratch directory instead of starting it again")
+                        help="with --keep: go on with the build a --keep run left in the scratch directory (stopped "
+                             "midway, or to grow it to a larger size) instead of starting it again")
     parser.add_argument("--compact-mb", type=int,
                         help="then compact the largest size into segments of up to this many MB and measure it again")
     parser.add_argument("--sweep", action="store_true",

@@ -112,15 +112,17 @@ def test_a_stopped_build_resumes_from_its_last_whole_round(tmp_path: Path) -> No
         exact.vectors.flush()
         assert scale.resumable_copies(store, source) == round_end
 
-        with pytest.raises(SystemExit, match="resume with the sizes"):
-            scale.ExactSearch.resumed(tmp_path, source, copies + 1, round_end)
-        resumed = scale.ExactSearch.resumed(tmp_path, source, copies, round_end)
-        assert resumed.written == round_end * len(source.records)
-        replica.write_copies(store, source, scale.BENCH, range(round_end, copies), resumed.add)
+        written_before = np.array(exact.vectors[: round_end * len(source.records)])
+        more = copies + 2  # resumed past the size the build started with: the exact search's file grows
+        resumed = scale.ExactSearch.resumed(tmp_path, source, more, round_end)
+        assert resumed.written == round_end * len(source.records) and len(resumed.vectors) == more * len(source.records)
+        assert np.array_equal(resumed.vectors[: len(written_before)], written_before)
+        replica.write_copies(store, source, scale.BENCH, range(round_end, more), resumed.add)
 
-        points = store.scroll(scale.BENCH, None, limit=10 * copies * len(source.records), with_vectors=True)
-        assert len({p.id for p in points}) == len(points) == copies * len(source.records)
-        assert resumed.written == copies * len(source.records)
+        points = store.scroll(scale.BENCH, None, limit=10 * more * len(source.records), with_vectors=True)
+        assert len({p.id for p in points}) == len(points) == more * len(source.records)
+        assert resumed.written == more * len(source.records)
         assert not np.any(np.all(np.asarray(resumed.vectors) == 0, axis=1))  # every row of the exact search written
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith("bench-vectors")] == [scale.VECTORS_FILE]
     finally:
         store.close()
