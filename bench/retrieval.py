@@ -12,6 +12,10 @@ Hint sets (`--hint`, repeatable; default all): each question asked with no hypot
 with the one an LLM wrote for it without the book ("llm"), and with the question restated ("blind")
 (bench/retrieval_hints/, the prompt in its PROMPT.md); the off-topic questions get invented passages. The
 hinted sets are asked in hybrid mode, and their figures are under "hints" in the JSON.
+
+Quotes: each question's phrase of QUOTE_MIN_WORDS or more words is asked as the query itself (hybrid, the
+tool's defaults), as a caller who remembers a line and wants the passage that holds it; the answer is the
+same passage. Their figures are under "quotes" in the JSON, recall@1 among them.
 Each book's questions are in its language (English, German, French, Japanese, Croatian); `--language`
 (repeatable) asks only those in the languages named, and ingests only their books.
 
@@ -41,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -100,6 +105,9 @@ __all__ = ["DEFAULT_CORPUS", "book_file", "embedder_service", "ingest_corpus", "
 DEFAULT_SCRATCH = ROOT / "bench" / "out" / "retrieval"
 COLLECTION = "retrieval_bench"
 RECALL_AT = (1, 5, 10, 20)
+# A phrase of this many words or more is a line someone could quote (a shorter one is a few key words). Counted by
+# spaces, so the Japanese phrases are never quotes here.
+QUOTE_MIN_WORDS = 4
 MRR_AT = 10
 MODES = (SearchMode.HYBRID, SearchMode.SEMANTIC, SearchMode.LEXICAL)
 THRESHOLDS = {"default": QUERY_THRESHOLD.default, "threshold0": 0.0}
@@ -329,6 +337,7 @@ class ModelRun:
     off_topic_answered: dict[str, int]  # of OFF_TOPIC, at the tool's defaults, by hint set
     query_encode_ms: float   # p50 of one question's Embed, in process
     sentences: int           # in the books ingested by this run (0: the store was already there)
+    quotes: dict[str, list[Answer]]  # each phrase asked as the query (quotes()), hybrid, by threshold label
 
 
 async def evaluate_model(
@@ -355,6 +364,8 @@ async def evaluate_model(
                 for hint in hints for mode in (MODES if hint == "none" else (SearchMode.HYBRID,))
                 for label, threshold in THRESHOLDS.items()
             }
+            asked_quotes = {label: await ask_all(searcher, quotes(questions), SearchMode.HYBRID, threshold, {})
+                            for label, threshold in THRESHOLDS.items()}
             off_topic = {
                 hint: sum([
                     bool((await searcher.search(SearchQuery(text, COLLECTION, passage=passage if hint != "none" else None),
@@ -369,7 +380,13 @@ async def evaluate_model(
     # Blocks on disk: the engine's files are sparse (their sizes count space never written).
     store_bytes = sum(p.stat().st_blocks * 512 for p in (scratch / "store").rglob("*") if p.is_file())
     profile = resolve_profile(configuration.settings(), resolve_device("auto")).profile
-    return ModelRun(name, profile, answers, ingest_s, store_bytes, len(files), off_topic, encode_ms, sentences)
+    return ModelRun(name, profile, answers, ingest_s, store_bytes, len(files), off_topic, encode_ms, sentences,
+                    asked_quotes)
+
+
+def quotes(questions: Sequence[Question]) -> list[Question]:
+    """The questions whose phrase is a quote (QUOTE_MIN_WORDS words or more), with the phrase as the question."""
+    return [dataclasses.replace(q, question=q.phrase) for q in questions if len(q.phrase.split()) >= QUOTE_MIN_WORDS]
 
 
 async def ask_through_gateway(
@@ -462,6 +479,18 @@ def summary(halves: dict[str, Scores]) -> dict[str, Any]:
                                 ("empty", halves[split].empty))}
 
 
+def limit_of(label: str) -> int:
+    """The limit a threshold label's figures count results to: the tool's default limit at its defaults."""
+    return QUERY_LIMIT.default if label == "default" else QUERY_LIMIT.high
+
+
+def limited(answers: Sequence[Answer], label: str) -> list[Answer]:
+    """`answers` as a search with the label's limit would have returned them (they were asked at the highest)."""
+    limit = limit_of(label)
+    return [Answer(a.question, a.rank if a.rank is None or a.rank < limit else None, min(a.returned, limit))
+            for a in answers]
+
+
 def row_label(model_run: ModelRun, mode: SearchMode, label: str, hint: str) -> str:
     return f"{row_name(model_run)} {mode.value} {label}" + (f" hint={hint}" if hint != "none" else "")
 
@@ -480,17 +509,18 @@ async def run(
     language_rows: dict[str, dict[str, dict[str, Scores]]] = {}
     for model_run in runs:
         for (mode, label, hint), answers in model_run.answers.items():
-            limit = QUERY_LIMIT.default if label == "default" else QUERY_LIMIT.high
-            asked = ([Answer(a.question, a.rank if a.rank is None or a.rank < limit else None, min(a.returned, limit))
-                      for a in answers] if label == "default" else answers)
+            asked = limited(answers, label)
             row = row_label(model_run, mode, label, hint)
-            rows[row] = by_split(headline(asked), limit)
+            rows[row] = by_split(headline(asked), limit_of(label))
             if mode is SearchMode.HYBRID:
-                language_rows[row] = by_language(asked, limit)
+                language_rows[row] = by_language(asked, limit_of(label))
     first = runs[0]
     print(table(f"{sum(q.language in HEADLINE_LANGUAGES for q in questions) or len(questions)} questions (headline); 'default' = the tool's defaults (limit {QUERY_LIMIT.default}, threshold "
                 f"{QUERY_THRESHOLD.default}), 'threshold0' = limit {QUERY_LIMIT.high}, threshold 0", rows))
     print(language_table(language_rows))
+    quote_rows = {f"{row_name(r)} hybrid {label} quotes": by_split(headline(limited(answers, label)), limit_of(label))
+                  for r in runs for label, answers in r.quotes.items()}
+    print(table(f"{len(quotes(questions))} quotes: each phrase of {QUOTE_MIN_WORDS}+ words asked as the query", quote_rows))
     print(per_book(first.answers[(SearchMode.HYBRID, "threshold0", "none")]))
     for model_run in runs:
         print(f"{model_run.model} (profile {model_run.profile}): {model_run.books} books, store {model_run.store_bytes / 1e6:.1f} MB "
@@ -508,6 +538,9 @@ async def run(
                      for r in runs],
         "off_topic_answered": first.off_topic_answered,
         "hints": {hint: summary(rows[row_label(first, SearchMode.HYBRID, "default", hint)]) for hint in hints},
+        "quotes": {**summary(quote_rows[f"{row_name(first)} hybrid default quotes"]),
+                   **{f"{split}.recall@1": round(scores.recall[1], 4)
+                      for split, scores in quote_rows[f"{row_name(first)} hybrid default quotes"].items()}},
         "rows": {label: {split: s.as_dict() for split, s in halves.items()} for label, halves in rows.items()},
         "languages": {label: {language: {half: s.as_dict() for half, s in halves.items()}
                               for language, halves in by_lang.items()}
