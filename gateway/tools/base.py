@@ -12,6 +12,7 @@ the annotations; the tools themselves are in query.py, catalog.py and ingest.py.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -73,7 +74,12 @@ class GatewayTool(Tool):
         if unknown:
             takes = f"it takes: {', '.join(accepted)}" if accepted else "it takes no parameters"
             return f"Unknown parameter {', '.join(map(repr, unknown))} for {self.name}; {takes}."
+        properties = self.parameters.get("properties", {})
         for name, value in arguments.items():
+            if _holds_boolean(value) and "boolean" not in _schema_types(properties[name]):
+                # Pydantic's lax mode would take true as 1: book_id true would remove book 1.
+                return (f"Invalid arguments for {self.name}: '{name}' takes no true or false (got {json.dumps(value)}); "
+                        "pass what its schema says. Fix it and call again.")
             if _longest_string(value) > self.max_arg_chars:
                 return (
                     f"Parameter '{name}' is longer than {self.max_arg_chars} characters, the gateway's limit "
@@ -91,6 +97,20 @@ class GatewayTool(Tool):
             return error_result(cause.message)
         log.error("%s failed unexpectedly", self.name, exc_info=cause)
         return error_result(INTERNAL_ERROR_MESSAGE)
+
+
+def _holds_boolean(value: Any) -> bool:
+    return isinstance(value, bool) or (isinstance(value, list) and any(isinstance(item, bool) for item in value))
+
+
+def _schema_types(schema: Any) -> set[str]:
+    """Every JSON type a parameter's schema names, in its alternatives and items too."""
+    if isinstance(schema, list):
+        return set().union(*map(_schema_types, schema))
+    if not isinstance(schema, dict):
+        return set()
+    named = schema.get("type")
+    return ({named} if isinstance(named, str) else set()).union(*map(_schema_types, schema.values()))
 
 
 def _longest_string(value: Any) -> int:

@@ -59,6 +59,11 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any], list[str]]] = [
     ("alexandria_ingest_file", {"file_path": "", "title": "T"}, ["'file_path'"]),
     ("alexandria_test_chunking_file", {"file_path": "/x.epub", "threshold": 2}, ["'threshold'"]),
     ("alexandria_remove", {"book_id": "x"}, ["'book_id'"]),
+    # JSON's true is no id: pydantic alone would take it as book 1.
+    ("alexandria_remove", {"book_id": True}, ["'book_id' takes no true or false (got true)"]),
+    ("alexandria_book", {"book_id": True}, ["'book_id' takes no true or false"]),
+    ("alexandria_batch_ingest", {"book_ids": [2, True]}, ["'book_ids' takes no true or false (got [2, true])"]),
+    ("alexandria_query", {"query": "q", "limit": False}, ["'limit' takes no true or false (got false)"]),
     ("alexandria_remove", {"book_id": 1, "force": True}, ["'force'"]),
 ]
 
