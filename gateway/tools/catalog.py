@@ -138,7 +138,9 @@ async def alexandria_ingest_preview(
     title: Annotated[str | None, Field(min_length=1, description="Filter by title (partial).")] = None,
     language: Language = None,
     format_filter: Annotated[
-        Literal[book_formats.FORMAT_FILTER_WORDS], Field(description="Which format a book must have to be listed.")
+        Literal[book_formats.FORMAT_FILTER_WORDS], Field(description=(
+            "Preferred format: which of a book's files would be read (selected_format), that format when the "
+            "book has it, else its best other one; 'any': its best file. Books are listed whatever their formats."))
     ] = book_formats.DEFAULT_PREFERENCE.value,
     limit: Annotated[int, PREVIEW_LIMIT.field("Maximum number of books.")] = PREVIEW_LIMIT.default,
     collection: Collection = None,

@@ -267,7 +267,8 @@ async def alexandria_remove(
     collection: Collection = None,
 ) -> CallToolResult:
     """Remove one book's passages from a collection, by Calibre book_id or by the file_path it was ingested
-    from (give exactly one). Returns the title and how many chunks were removed. Use it to re-ingest a book
+    from (give exactly one). Returns the title and chunks_removed: the points removed, its passages and its
+    chapter-level parents together (an ingest's chunks + parent_chunks). Use it to re-ingest a book
     with other chunking parameters. The book's files are not touched.
     """
     if (book_id is None) == (file_path is None):
