@@ -160,7 +160,12 @@ async def cmd_ingest(layout: StackLayout, settings: ClientSettings, args: argpar
             file = ingest_pb2.IngestFileRequest(file_path=args.file, title=args.title or "",
                                                 author=args.author or "", options=options)
             ingested = await _follow(ingest.stream("IngestFile", file), ingest_pb2.IngestResult)
-            print(ingested.error if ingested.needs_metadata else f"{ingested.title}: {ingested.chunks} chunks")
+            if ingested.needs_metadata:
+                flags = " ".join(f'--{name} "..."' for name in ingested.missing_fields)
+                print(f"{ingested.file_name} names no {' and no '.join(ingested.missing_fields)}: give "
+                      f"{'them' if len(ingested.missing_fields) > 1 else 'it'} with {flags} and run the command again.")
+            else:
+                print(f"{ingested.title}: {ingested.chunks} chunks")
             return 0 if ingested.success else 1
         if args.all:  # the whole library: a sync that removes nothing
             return await _sync(ingest, ingest_pb2.SyncLibraryRequest(options=options))
@@ -236,6 +241,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 
 async def cmd_query(layout: StackLayout, settings: ClientSettings, args: argparse.Namespace) -> int:
+    QUERY_LIMIT.check(args.limit)  # here: the request's 0 would mean "the default" to the service
     address = layout.address("query")
     await when_ready("query", address, settings.embedder_start_wait_s)
     query = ServiceClient("query", address, query_pb2_grpc.QueryServiceStub, settings)

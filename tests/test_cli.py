@@ -164,3 +164,10 @@ def test_up_and_compact_refuse_a_data_folder_this_user_cannot_write(tmp_path: Pa
         assert done.returncode == 1, done.stderr
         assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr, done.stderr
         assert "nobody" in done.stderr and ("cannot hold" in done.stderr or "cannot write" in done.stderr)
+
+
+@pytest.mark.parametrize("limit", ["0", "21"])
+def test_query_refuses_a_limit_out_of_bounds_before_asking_the_stack(tmp_path: Path, limit: str) -> None:
+    done = _cli(tmp_path, "query", "--limit", limit, "the friar's potion")
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [f"error: limit must be from 1 to 20, got {limit} (default 5)."]
