@@ -13,6 +13,7 @@ live in one YAML file; it is all or nothing, because a broken pattern set cannot
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -187,7 +188,8 @@ def load_response_patterns(path: Path) -> ResponsePatternSet:
 
 
 class PromptLibrary:
-    """Guardians and response patterns, resolved by the ids callers pass; no silent fallbacks."""
+    """Guardians and response patterns, resolved by the ids callers pass, in any case (an LLM passes "Zec", the
+    name a response shows, as readily as "zec"); no silent fallbacks."""
 
     def __init__(self, guardians: dict[str, Guardian], patterns: ResponsePatternSet, default_guardian: str) -> None:
         if default_guardian not in guardians:
@@ -217,14 +219,15 @@ class PromptLibrary:
 
     def guardian(self, guardian_id: str) -> Guardian:
         """The guardian with this id; empty means the default."""
-        key = guardian_id.strip() or self.default_guardian
+        key = _in_any_case(guardian_id.strip() or self.default_guardian, self.guardians)
         if key not in self.guardians:
             raise InvalidArgument(f"Unknown guardian '{key}'; valid guardians: {', '.join(sorted(self.guardians))}.")
         return self.guardians[key]
 
     def pattern(self, pattern_or_category: str) -> ResponsePattern:
         """The pattern with this id, or the default of the category with this name; empty means free."""
-        key = pattern_or_category.strip() or DEFAULT_PATTERN_ARGUMENT
+        key = _in_any_case(pattern_or_category.strip() or DEFAULT_PATTERN_ARGUMENT,
+                           [*self.patterns.categories, *self._patterns_by_id])
         if key in self.patterns.categories:
             key = self.patterns.categories[key].default
         if key not in self._patterns_by_id:
@@ -244,3 +247,11 @@ class PromptLibrary:
             f"Citations: {self.patterns.citation_rule}",
         ]
         return ResponseInstruction(guardian, pattern, "\n\n".join(p for p in parts if p))
+
+
+def _in_any_case(given: str, names: Iterable[str]) -> str:
+    """The one of `names` that `given` spells, case aside (itself when it is one, or none is)."""
+    names = list(names)
+    if given in names:
+        return given
+    return next((name for name in names if name.casefold() == given.casefold()), given)

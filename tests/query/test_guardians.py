@@ -96,6 +96,11 @@ def test_unknown_ids_are_refused_naming_the_valid_ones(library: PromptLibrary) -
     assert "tldr" in pattern_error.value.message and "critical" in pattern_error.value.message
 
 
+def test_ids_and_categories_are_found_in_any_case(library: PromptLibrary) -> None:
+    assert library.guardian("Zec").id == library.guardian(" ZEC ").id == "zec"  # the name a response shows
+    assert library.pattern("TLDR").id == "tldr" and library.pattern("Critical").id == "contradictions"
+
+
 def test_a_category_selects_its_default_and_empty_means_defaults(library: PromptLibrary) -> None:
     assert library.pattern("critical").id == "contradictions"
     assert library.pattern("synthesis").id == "cross_perspective"
