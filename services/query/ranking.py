@@ -16,6 +16,12 @@ sorts by it:
 - with a cross-encoder configured (the embedder's Rerank), its score for the RERANK_DEPTH best
   candidates replaces that: a model reading question and passage together ranks best.
 
+A query of QUOTE_MIN_WORDS words or more that a candidate holds word for word is a quote of it, in the modes
+that match words (hybrid, lexical): such candidates come first, each scored at least as high as the best
+candidate that does not hold it (quotes_first). A meaning-only score puts a line like "It is a truth
+universally acknowledged" in the passages about truths and acknowledgements; whoever types a line wants the
+passage that holds it.
+
 The relevance is then mapped onto [0, 1] so that RELEVANCE_AT_HALF lands on 0.5: the tool's default
 threshold. Measured on bench/retrieval.py: every tuning-half question's best candidate scores above it,
 and so does every answer that threshold 0 puts in the top five, while the best passages for questions on
@@ -24,6 +30,8 @@ unrelated subjects score under it. A cross-encoder's score is already a probabil
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -72,6 +80,10 @@ HINT_WEIGHT = 0.7
 # with 0.8 of it 0.960 / 0.895 and 0.960 / 0.911, 0.6 and 0.4 0.960 / 0.895 and 0.980 / 0.926, with none (0) the
 # same. An off-topic question is turned away exactly as often as without a passage, by construction.
 HINTED_THRESHOLD_SHARE = 0.5
+# The fewest words a query has for a passage holding them in a row to be taken as quoted (fewer are key words, which
+# many passages hold in a row: "the white whale").
+QUOTE_MIN_WORDS = 4
+_WORD = re.compile(r"\w+")
 
 
 class PassageReranker(Protocol):
@@ -181,3 +193,28 @@ def hinted_floor(threshold: float) -> float:
 def hinted_order(question_relevance: np.ndarray, passage_relevance: np.ndarray) -> list[int]:
     """Candidate indices, best first, by their relevance to the question and to the caller's hypothetical passage."""
     return best_first((1 - HINT_WEIGHT) * question_relevance + HINT_WEIGHT * passage_relevance)
+
+
+def quoted_words(text: str) -> str | None:
+    """`text`'s words as `holds_quote` compares them (case, accents and punctuation aside), space-separated; None
+    when it has fewer than QUOTE_MIN_WORDS."""
+    words = _words(text)
+    return " ".join(words) if len(words) >= QUOTE_MIN_WORDS else None
+
+
+def holds_quote(text: str, quote: str) -> bool:
+    """Whether `text` holds the words of `quote` (from quoted_words) in a row, whole words."""
+    return f" {quote} " in f" {' '.join(_words(text))} "
+
+
+def _words(text: str) -> list[str]:
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return _WORD.findall("".join(c for c in decomposed if not unicodedata.combining(c)))
+
+
+def quotes_first(scores: Sequence[float], quoting: Sequence[bool]) -> tuple[list[int], list[float]]:
+    """The candidates' order with those that hold the quote first (in their order), and their scores then: each
+    quoting one's at least the best that the others have, so that scores still fall down the list."""
+    best_other = max((score for score, quotes in zip(scores, quoting, strict=True) if not quotes), default=0.0)
+    order = [i for i, quotes in enumerate(quoting) if quotes] + [i for i, quotes in enumerate(quoting) if not quotes]
+    return order, [max(scores[i], best_other) if quoting[i] else scores[i] for i in order]

@@ -13,7 +13,8 @@ A result's `score` is its relevance in [0, 1] (ranking.py says how it is made) a
 sorted by it, highest first, in every mode. The threshold drops results scoring under it. One
 exception keeps exact-name queries working where the dense model is weak ("Netherfield",
 "Pemberley"): a passage that contains every lexical term of the query is kept even below the
-threshold, because a literal match is relevant by definition; it is marked `matched_lexically`.
+threshold, because a literal match is relevant by definition; it is marked `matched_lexically`. A query
+that a candidate holds word for word (a quote, ranking.py) puts that candidate first in the modes that match words.
 
 Only points with `complete` true are searched or fetched, and chapters (`level` parent) are
 never hits: they come back only as context (a search's candidates have their level checked with their scores:
@@ -65,7 +66,10 @@ from services.query.ranking import (
     first_stage_terms,
     hinted_floor,
     hinted_order,
+    holds_quote,
     measure,
+    quoted_words,
+    quotes_first,
     relevance,
 )
 
@@ -205,6 +209,7 @@ class Searcher:
         passage = (query.passage or "").strip() or None
         query_vector = await self._encode_for(query.collection, query.text, passage, semantic)
         passage_terms = encode_query(passage) if passage else None
+        quote = quoted_words(query.text) if query.search_mode is not SearchMode.SEMANTIC else None
         empty = SearchOutcome(query.text, query.context_mode, query.search_mode, ())
         for passes_left in reversed(range(SEARCH_PASSES)):
             try:
@@ -217,7 +222,7 @@ class Searcher:
                 check_collection(query.collection, info, query_vector, semantic)
             selection = await call_store(
                 self.store, self._select, query.collection, ranked, terms, query.threshold, query.limit,
-                passage is not None,
+                passage is not None, quote,
             )
             if not selection.deleted_since or not passes_left:
                 break
@@ -306,12 +311,15 @@ class Searcher:
         return self.store.query_hybrid(query.collection, vector, terms, where, pool, PREFETCH, with_payload=False)
 
     def _select(self, collection: str, ranked: Ranked, terms: SparseVector, threshold: float, limit: int,
-                hinted: bool) -> Selection:
-        """The results (select_passages), the payloads of those picked read then: on a collection larger than the
+                hinted: bool, quote: str | None) -> Selection:
+        """The results (select_passages), those that hold the `quote` first (_quotes_first), the payloads of those
+        picked read then: on a collection larger than the
         page cache, each candidate's payload is a read from disk (at 1,000,000 passages, reading all 50 cost the first
         stage about 4 ms of its 28 right after a restart), and a response shows five. A pick whose book turns out to have a
         newer version among those read, or that is gone from the store since, makes room for the next candidate (and a
         deletion since the first stage has `search` run once more: SEARCH_PASSES)."""
+        if quote is not None:
+            ranked = self._quotes_first(collection, ranked, terms, quote)
         while True:
             if unread := terms_to_read(ranked, terms, threshold, limit, hinted):
                 ranked = self._read_terms(collection, ranked, unread, terms)
@@ -322,6 +330,20 @@ class Searcher:
                                                 self.link_paths) for i, matched in picked]
                 return Selection(results, best_dropped, ranked.deleted_since)
             ranked = self._read(collection, ranked, unread)
+
+    def _quotes_first(self, collection: str, ranked: Ranked, terms: SparseVector, quote: str) -> Ranked:
+        """`ranked` with the candidates whose text holds `quote` first (ranking.quotes_first). Only a candidate that
+        holds every query term can: the terms of all are read (one engine call), then the texts of those alone."""
+        if unread := [hit for hit in ranked.hits if hit.terms_held is None]:
+            ranked = self._read_terms(collection, ranked, unread, terms)
+        if holders := [hit for hit in ranked.hits if contains_every_term(terms, hit) and not hit.payload]:
+            ranked = self._read(collection, ranked, holders)
+        quoting = [contains_every_term(terms, hit) and holds_quote(ChunkRecord.from_payload(hit.payload).text, quote)
+                   for hit in ranked.hits]
+        if not any(quoting):
+            return ranked
+        order, scores = quotes_first(ranked.scores, quoting)
+        return Ranked([ranked.hits[i] for i in order], scores, ranked.deleted_since)
 
     def _read_terms(self, collection: str, ranked: Ranked, hits: Sequence[Hit], terms: SparseVector) -> Ranked:
         """`ranked` with the query terms each of `hits` holds (none for a candidate no longer stored: its payload's
@@ -518,14 +540,19 @@ def nothing_matched_notice(query: SearchQuery, best_dropped: float | None) -> st
         filters = [
             f"{name} {value!r}"
             for name, value in (("book_id", query.book_id), ("author", query.author), ("language", query.language))
-            if value is not None
+            if value
         ]
         narrowed = f" with the filters {', '.join(filters)}" if filters else ""
         if query.search_in is SearchIn.HIGHLIGHTS:
             return (f"No highlight matched the query{narrowed}: highlights made in Calibre's viewer become searchable "
                     "at the next sync of their book's library (automatic while the stack runs); search_in "
                     "passages searches the books' text.")
-        return f"No passage matched the query{narrowed}; check the filters, or ingest the books you mean."
+        if filters:
+            return f"No passage matched the query{narrowed}; check the filters, or ingest the books you mean."
+        if query.search_mode is SearchMode.LEXICAL:
+            return ("No passage holds any word of the query; try other words, or search_mode hybrid to search by "
+                    "meaning too.")
+        return "No passage matched the query; ingest the books you mean."
     return (
         f"No passage reached the threshold {query.threshold:.2f} (the closest scored {best_dropped:.2f}); "
         "lower the threshold or rephrase the query."

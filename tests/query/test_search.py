@@ -26,7 +26,10 @@ from services.query.ranking import (
     WINDOW_WEIGHT,
     calibrate,
     hinted_floor,
+    holds_quote,
     measure,
+    quoted_words,
+    quotes_first,
 )
 from services.query.search import (
     Searcher,
@@ -160,7 +163,8 @@ async def test_the_question_and_the_passage_are_measured_in_one_store_call(store
     queries_measured: list[int] = []
 
     def counted(collection, ids, queries, where=None):
-        queries_measured.append(len(queries))
+        if any(name != SPARSE for _, name in queries):  # not a read of the candidates' words (_read_terms)
+            queries_measured.append(len(queries))
         return measure(collection, ids, queries, where)
 
     store.store.similarities = counted
@@ -268,7 +272,7 @@ async def test_a_name_below_the_threshold_is_kept_when_the_passage_contains_it(s
 @pytest.mark.asyncio
 async def test_the_lexical_terms_are_read_only_for_candidates_under_the_threshold_and_only_when_needed(
         store, encoder) -> None:
-    answered = await _search(store, encoder, _query(limit=2, threshold=0.0))
+    answered = await _search(store, encoder, _query("daughters", limit=2, threshold=0.0))  # too short to be a quote
     assert len(answered.results) == 2 and store.calls.count("similarities") == 1, "two passages reach the threshold"
 
     named = await _search(store, encoder, _query(NAME_QUERY, threshold=0.5))
@@ -278,6 +282,55 @@ async def test_the_lexical_terms_are_read_only_for_candidates_under_the_threshol
     assert set(read[1]) < set(scores[1]), "only the candidates under the threshold"
     assert [(list(vector.indices), using) for vector, using in read[2]] == [
         (encode_query(NAME_QUERY).indices, SPARSE)], "each query term scored alone"
+
+
+QUOTE = "of the first chapter, with words of its own, number 4"  # c4's words in a row; c2 is closer in meaning
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", list(SearchMode))
+async def test_a_passage_that_holds_the_query_word_for_word_comes_first_where_words_count(store, encoder, mode) -> None:
+    encoder.vectors[QUOTE] = unit(1, 0, 0, 0)
+    quoted = await _search(store, encoder, _query(QUOTE, search_mode=mode, threshold=0.0, limit=20))
+    scores = [p.score for p in quoted.results]
+    assert scores == sorted(scores, reverse=True)
+    if mode is SearchMode.SEMANTIC:  # meaning alone, as asked
+        assert name_of(quoted.results[0].chunk_id) == "c2"
+        return
+    assert name_of(quoted.results[0].chunk_id) == "c4" and scores[0] == scores[1], "c4 scores as the best of the rest"
+
+    # Every word of the quote, but not in a row: no quote.
+    out_of_order = "number 4 of the first chapter, with words of its own"
+    encoder.vectors[out_of_order] = unit(1, 0, 0, 0)
+    scattered = await _search(store, encoder, _query(out_of_order, search_mode=mode, threshold=0.0, limit=20))
+    plain = {p.chunk_id: p.score for p in scattered.results}
+    assert plain[quoted.results[0].chunk_id] < scores[0]
+
+
+def test_a_quote_is_whole_words_in_a_row_case_accents_and_punctuation_aside() -> None:
+    quote = quoted_words("It is a truth universally acknowledged")
+    assert quote == "it is a truth universally acknowledged"
+    assert holds_quote("IT IS A TRUTH, universally acknowledged, that a single man", quote)
+    assert not holds_quote("It is a truth that is universally acknowledged", quote)
+    assert not holds_quote("Wit is a truth universally acknowledged", quote), "whole words only"
+    assert holds_quote("Ce n’était qu’un café crème au bord de l’eau", quoted_words("cafe creme au bord"))
+    assert quoted_words("Mantua apothecary") is None and quoted_words("the white whale") is None
+
+
+def test_quoting_candidates_come_first_scored_at_least_as_the_best_other() -> None:
+    order, scores = quotes_first([0.95, 0.9, 0.7, 0.4], [False, True, False, True])
+    assert order == [1, 3, 0, 2] and scores == [0.95, 0.95, 0.95, 0.7]
+    assert quotes_first([0.8, 0.6], [False, False]) == ([0, 1], [0.8, 0.6])
+
+
+@pytest.mark.asyncio
+async def test_nothing_found_says_why_by_the_filters_given(store, encoder) -> None:
+    encoder.vectors["zyzzyva quokka"] = unit(0, 0, 1, 0)
+    unheard = _query("zyzzyva quokka", search_mode=SearchMode.LEXICAL)
+    assert (await _search(store, encoder, unheard)).notice.startswith("No passage holds any word of the query")
+    filtered = await _search(store, encoder, _query(book_id=99, author=""))
+    assert filtered.notice == ("No passage matched the query with the filters book_id 99; check the filters, or "
+                               "ingest the books you mean.")
 
 
 @pytest.mark.asyncio
