@@ -356,8 +356,10 @@ def main(argv: list[str] | None = None) -> None:
         elif args.command == "reindex":
             code = asyncio.run(cmd_reindex(layout, clients, args))
         elif args.command == "ingest":
-            if not (args.book_ids or args.all or args.file):
-                parser.error("ingest needs book ids, --all or --file")
+            if sum(map(bool, (args.book_ids, args.all, args.file))) != 1:
+                parser.error("ingest takes one of: book ids, --all or --file")
+            if (args.title or args.author) and not args.file:
+                parser.error("--title and --author name a local file's book: give them with --file")
             code = asyncio.run(cmd_ingest(layout, clients, args))
         else:
             code = asyncio.run(cmd_query(layout, clients, args))

@@ -171,3 +171,16 @@ def test_query_refuses_a_limit_out_of_bounds_before_asking_the_stack(tmp_path: P
     done = _cli(tmp_path, "query", "--limit", limit, "the friar's potion")
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [f"error: limit must be from 1 to 20, got {limit} (default 5)."]
+
+
+ONE_SOURCE = "ingest takes one of: book ids, --all or --file"
+
+
+@pytest.mark.parametrize(("arguments", "refusal"), [
+    (["5", "--file", "/books/x.txt"], ONE_SOURCE), (["--all", "5"], ONE_SOURCE), ([], ONE_SOURCE),
+    (["5", "--title", "T"], "--title and --author name a local file's book: give them with --file"),
+])
+def test_ingest_refuses_what_it_would_leave_unread_before_asking_the_stack(
+        tmp_path: Path, arguments: list[str], refusal: str) -> None:
+    done = _cli(tmp_path, "ingest", *arguments)
+    assert done.returncode == 2 and done.stderr.strip().endswith(f"error: {refusal}")
