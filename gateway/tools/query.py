@@ -111,8 +111,9 @@ async def alexandria_query(
     the reader highlighted, with their `note`. `score` is the passage's
     relevance to the question in [0, 1] (meaning and exact words together, or a reranker's judgement when
     one is configured); `threshold` drops passages scoring under it, and `matched_lexically` marks a passage
-    kept below it because it contains every word of the query (a name, a rare word). When nothing reaches
-    the threshold, `notice` says how close the best passage came. Compose the
+    kept below it because it contains every word of the query (a name, a rare word). To find where a book
+    says a line, pass the line itself (four words or more) as `query`: a passage that holds it word for word
+    comes first. When nothing reaches the threshold, `notice` says how close the best passage came. Compose the
     answer following `response_instruction` in the result (the guardian persona and the response pattern),
     citing book and chapter. To find books by title or author instead of by content, use alexandria_search.
     """

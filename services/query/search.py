@@ -313,11 +313,11 @@ class Searcher:
     def _select(self, collection: str, ranked: Ranked, terms: SparseVector, threshold: float, limit: int,
                 hinted: bool, quote: str | None) -> Selection:
         """The results (select_passages), those that hold the `quote` first (_quotes_first), the payloads of those
-        picked read then: on a collection larger than the
-        page cache, each candidate's payload is a read from disk (at 1,000,000 passages, reading all 50 cost the first
-        stage about 4 ms of its 28 right after a restart), and a response shows five. A pick whose book turns out to have a
-        newer version among those read, or that is gone from the store since, makes room for the next candidate (and a
-        deletion since the first stage has `search` run once more: SEARCH_PASSES)."""
+        picked read then: on a collection larger than the page cache, each candidate's payload is a read from disk
+        (at 1,000,000 passages, reading all 50 cost the first stage about 4 ms of its 28 right after a restart), and a
+        response shows five. A pick whose book turns out to have a newer version among those read, or that is gone
+        from the store since, makes room for the next candidate (and a deletion since the first stage has `search`
+        run once more: SEARCH_PASSES)."""
         if quote is not None:
             ranked = self._quotes_first(collection, ranked, terms, quote)
         while True:
