@@ -69,6 +69,9 @@ async def select_books(selection: BatchSelection, catalog: ServiceClient) -> lis
     """The books of a batch. Ids given are all ingested, never cut to `limit` (a caller who named eleven
     books wants eleven); more than the contract's bound are refused, naming it."""
     if selection.book_ids:
+        if searched := [name for name in ("author", "title", "language") if getattr(selection, name)]:
+            raise InvalidArgument(f"Give book_ids or {' / '.join(searched)} to search by, not both: the ids are "
+                                  "ingested as they are, and the search would be ignored.")
         book_ids = list(dict.fromkeys(selection.book_ids))
         if len(book_ids) > BATCH_LIMIT.high:
             raise InvalidArgument(f"A batch takes at most {BATCH_LIMIT.high} book ids, got {len(book_ids)}; "

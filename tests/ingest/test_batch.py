@@ -65,3 +65,8 @@ async def test_every_id_given_is_selected_up_to_the_contracts_bound_and_more_are
     assert len(await select_books(BatchSelection(book_ids=fifty), catalog=None)) == BATCH_LIMIT.high
     with pytest.raises(InvalidArgument, match=f"at most {BATCH_LIMIT.high} book ids, got 51"):
         await select_books(BatchSelection(book_ids=(*fifty, 51)), catalog=None)
+
+
+async def test_ids_with_a_search_are_refused_rather_than_the_search_ignored() -> None:
+    with pytest.raises(InvalidArgument, match="Give book_ids or author / language to search by, not both"):
+        await select_books(BatchSelection(book_ids=(5, 6), author="Austen", language="en"), catalog=None)
