@@ -166,6 +166,9 @@ def validate(query: SearchQuery) -> None:
         )
     if not query.collection:
         raise InvalidArgument("No collection named; pass one or set QDRANT_COLLECTION.")
+    for name, value in (("author", query.author), ("language", query.language)):
+        if value and not value.strip():
+            raise InvalidArgument(f"The {name} filter is blank; give one, or leave it out to search every {name}.")
 
 
 def check_collection(
@@ -428,7 +431,7 @@ def search_filter(query: SearchQuery) -> Filter:
     if query.language:
         must[f.LANGUAGE] = language_spellings(query.language)
     # Whole words of the author field, any case: "austen" finds "Jane Austen".
-    text = {f.AUTHOR: query.author} if query.author and query.author.strip() else {}
+    text = {f.AUTHOR: query.author} if query.author else {}
     return dataclasses.replace(complete(**must), text=text)
 
 

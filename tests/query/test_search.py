@@ -173,6 +173,13 @@ async def test_the_question_and_the_passage_are_measured_in_one_store_call(store
     assert queries_measured == [6, 3], "chunk, window and word scores: of both texts, then of the question alone"
 
 
+@pytest.mark.parametrize("blank", [{"author": "   "}, {"language": " "}])
+async def test_a_blank_filter_is_refused_rather_than_dropped(store, encoder, blank) -> None:
+    (name,) = blank
+    with pytest.raises(InvalidArgument, match=f"The {name} filter is blank; give one, or leave it out"):
+        await _search(store, encoder, _query(**blank))
+
+
 async def test_a_hypothetical_passage_longer_than_a_few_sentences_is_refused(store, encoder) -> None:
     with pytest.raises(InvalidArgument, match="hypothetical_passage has 1001 characters; at most 1000"):
         await _search(store, encoder, _query(passage="x" * 1001))
