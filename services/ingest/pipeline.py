@@ -158,6 +158,9 @@ class BookIngestor:
         self._in_progress.add(key)
         return True
 
+    def is_claimed(self, collection: str, book_key: str) -> bool:
+        return (collection, book_key) in self._in_progress
+
     def release(self, collection: str, book_key: str) -> None:
         self._in_progress.discard((collection, book_key))
 

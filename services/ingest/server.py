@@ -18,14 +18,14 @@ from grpc import aio
 from alexandria.book_formats import FormatPreference
 from alexandria.clients import EmbedderClient, ServiceClient
 from alexandria.enums import enum_number
-from alexandria.errors import FailedPrecondition, InvalidArgument
+from alexandria.errors import AlexandriaError, FailedPrecondition, InvalidArgument, NotFound
 from alexandria.grpc_server import ServiceServer, build_server
 from alexandria.progress import progress_bar
 from alexandria.settings import IngestSettings
 from alexandria.store import Filter, Store, finish_before_cancel, open_store
 from alexandria.store import schema as f
 from alexandria.store.model import check_collection_name
-from alexandria.v1 import catalog_pb2_grpc, common_pb2, ingest_pb2, ingest_pb2_grpc
+from alexandria.v1 import catalog_pb2, catalog_pb2_grpc, common_pb2, ingest_pb2, ingest_pb2_grpc
 from alexandria.v1.catalog_pb2 import LibraryFile
 from services.ingest.auto_sync import AutoSync
 from services.ingest.batch import (
@@ -326,7 +326,13 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
             where, what = await self.sources.local_filter(request.file_path), f"file {request.file_path}"
         else:
             raise InvalidArgument("Say which book to remove: book_id (Calibre id) or file_path.")
-        key, title, author = await asyncio.to_thread(writer.find_book_key, where, what)
+        try:
+            key, title, author = await asyncio.to_thread(writer.find_book_key, where, what)
+        except NotFound:
+            if self.ingestor.is_claimed(collection, await self._book_key(request, where)):
+                raise FailedPrecondition(f"Nothing of {what} is stored yet: it is being ingested into '{collection}' "
+                                         "for the first time right now; remove it once that ends.") from None
+            raise
         # Removed under the ingest's claim: a removal amid an ingest's writes would leave its later batches, made
         # visible at its end, as a part of the book.
         busy = FailedPrecondition(f"'{title}' is being ingested into '{collection}' right now; remove it once that "
@@ -336,6 +342,18 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         return ingest_pb2.RemoveBookResponse(success=True, title=removed.title, author=removed.author,
                                              book_key=removed.book_key, chunks_removed=removed.points,
                                              collection=collection)
+
+    async def _book_key(self, request: ingest_pb2.RemoveBookRequest, where: Filter) -> str:
+        """The key a book to remove is stored under before any of it is: its Calibre uuid, or the content key of the
+        local file that `where` found (empty when neither is known)."""
+        if request.WhichOneof("book") == "file_path":
+            return str(where.must.get(f.BOOK_KEY, ""))
+        try:
+            found = await self.catalog.call("GetBook", catalog_pb2.GetBookRequest(book_id=request.book_id))
+        except AlexandriaError:  # an id the library lacks, or a catalog down: no ingest of it to tell of
+            return ""
+        return str(found.book.uuid)
+
 
 def sync_book(book: LibraryFile, reason: str = "") -> ingest_pb2.SyncBook:
     return ingest_pb2.SyncBook(book_id=book.book_id, title=book.title, reason=reason)

@@ -19,8 +19,8 @@ from alexandria.v1 import catalog_pb2, embedder_pb2
 
 @dataclass
 class FakeCatalog:
-    """The catalog's client: each method answers the message set for it (ResolveBookFile by book id), and
-    every call is recorded."""
+    """The catalog's client: each method answers the message set for it (ResolveBookFile and GetBook by book id),
+    and every call is recorded."""
 
     library: catalog_pb2.ListLibraryFilesResponse = field(default_factory=catalog_pb2.ListLibraryFilesResponse)
     resolved: dict[int, catalog_pb2.ResolveBookFileResponse] = field(default_factory=dict)
@@ -37,6 +37,11 @@ class FakeCatalog:
             if request.book_id not in self.resolved:
                 raise NotFound(f"No book with id {request.book_id} in the Calibre library.")
             return self.resolved[request.book_id]
+        if method == "GetBook":
+            assert isinstance(request, catalog_pb2.GetBookRequest)
+            if request.book_id not in self.resolved:
+                raise NotFound(f"No book with id {request.book_id} in the Calibre library.")
+            return catalog_pb2.GetBookResponse(book=self.resolved[request.book_id].book)
         raise AssertionError(f"the fake catalog does not answer {method}")
 
     async def close(self) -> None:

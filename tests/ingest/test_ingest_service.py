@@ -197,6 +197,30 @@ async def _refused_then_released(
     return removal
 
 
+async def test_a_removal_during_a_first_ingest_says_so_rather_than_that_nothing_matches(
+        service: IngestService, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = service.book_file("keeper.txt")
+    embedding, release = threading.Event(), threading.Event()
+    embed_many = service.embedder.embed_many
+
+    async def held_before_anything_is_written(*args, **kwargs):  # as a book's sentences are embedded: minutes
+        embedding.set()
+        assert await asyncio.to_thread(release.wait, START_TIMEOUT_S)
+        return await embed_many(*args, **kwargs)
+
+    monkeypatch.setattr(service.embedder, "embed_many", held_before_anything_is_written)
+    ingesting = asyncio.create_task(service.run("IngestFile", ingest_pb2.IngestFileRequest(
+        file_path=str(path), title="The Keeper", author="A. Keeper", options=options())))
+    try:
+        assert await asyncio.to_thread(embedding.wait, START_TIMEOUT_S)
+        with pytest.raises(FailedPrecondition, match=f"Nothing of file {path} is stored yet: it is being ingested"):
+            await service.client.call("RemoveBook", ingest_pb2.RemoveBookRequest(collection=COLLECTION,
+                                                                                 file_path=str(path)))
+    finally:
+        release.set()
+    assert (await ingesting).success
+
+
 async def test_a_book_being_written_is_not_removed_until_its_ingest_ends(
         service: IngestService, monkeypatch: pytest.MonkeyPatch) -> None:
     path, ingesting, release = await _ingest_held_after_its_first_batch(service, monkeypatch)
