@@ -7,6 +7,7 @@ proves it: it runs the store's own compaction on the embedded store, which only 
   alexandria mcp                       MCP gateway on stdio against a running stack (.mcp.json)
   alexandria status                    health of every service and the collection
   alexandria ingest 1 2 | --all | --file PATH    ingest with a progress bar
+  alexandria remove 1 | --file PATH              take a book out of the collection (its file stays)
   alexandria sync [--dry-run] [--retry-failed]   add new Calibre books, remove deleted ones
   alexandria reindex [--collection C]            rebuild a collection under the running model
   alexandria compact [--segment-mb N]            merge the embedded store's segments (the stack stopped)
@@ -240,6 +241,20 @@ def cmd_compact(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_remove(layout: StackLayout, settings: ClientSettings, args: argparse.Namespace) -> int:
+    address = layout.address("ingest")
+    await when_ready("ingest", address, settings.embedder_start_wait_s)
+    ingest = ServiceClient("ingest", address, ingest_pb2_grpc.IngestServiceStub, settings)
+    try:
+        removed = await ingest.call("RemoveBook", ingest_pb2.RemoveBookRequest(
+            collection=args.collection or "", book_id=args.book_id, file_path=args.file))
+    finally:
+        await ingest.close()
+    print(f"removed {removed.title} by {removed.author or 'an unknown author'} from '{removed.collection}': "
+          f"{removed.chunks_removed} points")
+    return 0
+
+
 async def cmd_query(layout: StackLayout, settings: ClientSettings, args: argparse.Namespace) -> int:
     QUERY_LIMIT.check(args.limit)  # here: the request's 0 would mean "the default" to the service
     address = layout.address("query")
@@ -287,6 +302,10 @@ def main(argv: list[str] | None = None) -> None:
     ingest.add_argument("--title")
     ingest.add_argument("--author")
     ingest.add_argument("--format", default=DEFAULT_PREFERENCE.value, choices=INGEST_PREFERENCE_WORDS)
+    remove = sub.add_parser("remove", help="take a book out of the collection (its file is not touched)")
+    remove.add_argument("book_id", nargs="?", type=int, help="its Calibre id")
+    remove.add_argument("--file", help="the local file it was ingested from")
+    remove.add_argument("--collection", help="default: QDRANT_COLLECTION")
     sync = sub.add_parser("sync", help="bring the collection in step with the Calibre library")
     sync.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     sync.add_argument("--retry-failed", action="store_true", help="retry books that failed with the same file")
@@ -361,6 +380,10 @@ def main(argv: list[str] | None = None) -> None:
             if (args.title or args.author) and not args.file:
                 parser.error("--title and --author name a local file's book: give them with --file")
             code = asyncio.run(cmd_ingest(layout, clients, args))
+        elif args.command == "remove":
+            if (args.book_id is None) == (args.file is None):
+                parser.error("remove takes one of: a Calibre book id or --file")
+            code = asyncio.run(cmd_remove(layout, clients, args))
         else:
             code = asyncio.run(cmd_query(layout, clients, args))
     except AlexandriaError as exc:

@@ -184,3 +184,9 @@ def test_ingest_refuses_what_it_would_leave_unread_before_asking_the_stack(
         tmp_path: Path, arguments: list[str], refusal: str) -> None:
     done = _cli(tmp_path, "ingest", *arguments)
     assert done.returncode == 2 and done.stderr.strip().endswith(f"error: {refusal}")
+
+
+@pytest.mark.parametrize("arguments", [[], ["5", "--file", "/books/x.txt"]])
+def test_remove_takes_one_book_before_asking_the_stack(tmp_path: Path, arguments: list[str]) -> None:
+    done = _cli(tmp_path, "remove", *arguments)
+    assert done.returncode == 2 and done.stderr.strip().endswith("error: remove takes one of: a Calibre book id or --file")

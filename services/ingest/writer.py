@@ -128,7 +128,8 @@ class BookWriter:
         if self.store.count(self.collection, complete(**{f.BOOK_KEY: book_key})):
             raise AlreadyExists(
                 f"Book already ingested: '{title}' is in collection '{self.collection}'. "
-                "Remove it first (alexandria_remove) to ingest it again with other parameters."
+                "Remove it first (alexandria_remove; `alexandria remove` in a terminal) to ingest it again with other "
+                "parameters."
             )
 
     def write(self, book_key: str, version: int, points: list[StoredPoint]) -> int:
