@@ -87,7 +87,7 @@ async def alexandria_book(ctx: Context, book_id: BookId) -> CallToolResult:
 async def alexandria_stats(ctx: Context, collection: Collection = None) -> CallToolResult:
     """Statistics of the Calibre library (books, authors, formats, languages) and of the searchable collection
     (passages, books ingested, embedding model; `language_note` says when many books are in languages that model
-    was not trained on, so their searches work poorly; `model_note` when the running model did not make the
+    was not trained on, so their searches work poorly (read again at most once a minute); `model_note` when the running model did not make the
     collection; `search_note` when its size changed how its searches walk the index), and the automatic sync's state (`auto_sync`: whether a change to the library is pending, when
     the last one finished and what it did). A good first call to see what is available.
 
