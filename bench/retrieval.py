@@ -170,7 +170,7 @@ def answer_rank(results: Sequence[Passage], question: Question) -> int | None:
 
 
 def store_settings(scratch: Path) -> StoreSettings:
-    return StoreSettings(alexandria_data_dir=scratch, qdrant_host=None, qdrant_url=None, qdrant_local_path=None)
+    return StoreSettings(alexandria_data_dir=scratch, qdrant_url=None, qdrant_local_path=None)
 
 
 @asynccontextmanager

@@ -173,7 +173,7 @@ def require_fetched(choice: ModelChoice, models_dir: Path) -> None:
         if not is_fetched(model_id, models_dir):
             raise FailedPrecondition(
                 f"{model_id} (EMBEDDER_PROFILE={choice.profile}) is not in {models_dir}: fetch it once with "
-                f"`{pull_command(model_id)}` (`alexandria up` fetches it itself, unless EMBEDDER_FETCH=never or "
+                f"`{pull_command(model_id)}` (`alexandria up` fetches it itself, unless "
                 "ALEXANDRIA_OFFLINE is set), or choose another profile."
             )
     if choice.fetch is not None and not (Path(choice.model) / "modules.json").is_file():

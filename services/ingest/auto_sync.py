@@ -1,6 +1,6 @@
 """The automatic sync: a library that keeps itself in step while the stack runs (AUTO_SYNC, on by default).
 
-Every AUTO_SYNC_POLL_S the catalog says where metadata.db stands (GetLibraryState: its stat and SQLite's change
+Every IngestSettings.auto_sync_poll_s the catalog says where metadata.db stands (GetLibraryState: its stat and SQLite's change
 counter). When that differs from where it stood at the last automatic sync, and has not changed for
 AUTO_SYNC_QUIET_S (Calibre writes metadata.db many times while it adds a batch), the same sync as `alexandria
 sync` runs on the default collection; once at start too when the library changed since the last one, so a new
