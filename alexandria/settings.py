@@ -53,7 +53,7 @@ VectorQuantization = Literal["none", "int8", "binary"]
 
 # Below this, segments are as small as the unindexed one points land in (10 MB), and as slow to search.
 MIN_SEGMENT_MB = 10
-# About 8 segments of this size hold the 3 million passages of 10,000 books (README, Benchmarks).
+# About 8 segments of this size hold the 3 million passages of 10,000 books (docs/benchmarks.md, Scale).
 MERGED_SEGMENT_MB = 1000
 
 
@@ -84,7 +84,7 @@ class StoreSettings(_Env):
     # made with (`alexandria reindex` rebuilds it under the current one). Quantised vectors are searched
     # in RAM and their best `oversampling` x limit candidates rescored with the originals. int8 with the
     # originals on disk is the default at every size: a library grows by syncs, and the layout it was made
-    # with is the one it has at 10,000 books (README, *A library past one machine*).
+    # with is the one it has at 10,000 books (docs/scaling.md).
     qdrant_quantization: VectorQuantization = Field(
         "int8", description="none, int8 (scalar, 4x smaller) or binary (32x smaller) copies of the dense vectors."
     )
