@@ -234,7 +234,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
     print(f"{done.collection}: {done.segments_before} -> {done.segments_after} segments in {done.seconds:.0f} s")
     if done.hnsw_ef != settings.qdrant_hnsw_ef:
         print(f"Its dense searches now visit {done.hnsw_ef} candidates in each segment, as its larger segments need "
-              "for the same recall (README, A large library on one machine).", file=sys.stderr)
+              "for the same recall (docs/scaling.md, A large library on one machine).", file=sys.stderr)
     else:
         print(f"Its segments are small enough to be searched with QDRANT_HNSW_EF ({done.hnsw_ef}) as before.",
               file=sys.stderr)

@@ -1,7 +1,7 @@
 """A hypothetical passage from the client's own model, for a caller that did not write one (QUERY_SAMPLING).
 
 alexandria_query finds far more answers when it is given what the answering passage might say
-(hypothetical_passage; the README's Retrieval quality). A client that declares MCP sampling can be asked to
+(hypothetical_passage; docs/retrieval.md). A client that declares MCP sampling can be asked to
 write one: a short fixed prompt with the question (and the book's title when the call names one), a bounded
 length. `ask_for_passage` is the tool's resolver (the SDK's `Resolve`), so the question reaches the client the way
 its protocol version asks for input:

@@ -47,7 +47,8 @@ PREFETCH = 100
 # A first stage that leaves the level of its candidates to be checked with their scores (search.candidate_filters)
 # finds this many more, so that the chapters among them still leave a pool of CANDIDATE_POOL passages: on the
 # retrieval bench's 23 books (440 questions, fast) the first 50 held 2.4 chapters on average (18 at most), the first 70
-# 3.5 (26 at most), leaving 7 questions under 50 passages; every headline figure of the bench stayed as it was (README).
+# 3.5 (26 at most), leaving 7 questions under 50 passages; every headline figure of the bench stayed as it was
+# (CHANGELOG.md, 2026-11-28).
 UNCHECKED_MARGIN = 20
 # Tuned on the tuning half of bench/retrieval.py with the default model (recall@5 / recall@10 / MRR@10
 # over semantic weights 0.5-1.0): 0.7 gave 0.45 / 0.54 / 0.362, 0.8 0.45 / 0.58 / 0.360, 0.9
