@@ -36,6 +36,11 @@ DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus"
 CALIBRE_LIBRARY = DEFAULT_CORPUS / "calibre-library"
 PRIDE_EPUB = CALIBRE_LIBRARY / "Jane Austen" / "Pride and Prejudice (1)" / "Pride and Prejudice - Jane Austen.epub"
 
+# The store's tuning settings, which a bench that builds or serves a collection takes as flags (setting_flags).
+STORE_SETTINGS = ("QDRANT_HNSW_EF", "QDRANT_QUANTIZATION", "QDRANT_QUANTIZATION_OVERSAMPLING", "QDRANT_ON_DISK",
+                  "QDRANT_HNSW_M", "QDRANT_HNSW_EF_CONSTRUCT", "EMBEDDED_SEARCH_THREADS", "EMBEDDED_MAX_SEGMENT_MB",
+                  "EMBEDDED_MERGED_SEGMENT_MB")
+
 log = logging.getLogger("bench")
 
 
@@ -87,7 +92,8 @@ async def embedder_service(
 ) -> AsyncIterator[EmbedderClient]:
     """The real embedder server (`model` under `profile`, else the environment's) in this process, on a unix
     socket in `scratch`."""
-    from services.embedder import server as embedder_server  # torch and the model's libraries: only when asked
+    # Imported here: torch and the model's libraries, which a bench that starts no embedder need not load.
+    from services.embedder import server as embedder_server
 
     settings = EmbedderSettings(embedder_listen=f"unix://{scratch.resolve() / 'embedder.sock'}", embedder_model=model,
                                 **({"embedder_profile": profile} if profile else {}))

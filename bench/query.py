@@ -69,6 +69,7 @@ from alexandria_stack.layout import StackLayout
 from bench.common import (
     DEFAULT_CORPUS,
     OUT,
+    STORE_SETTINGS,
     Latency,
     apply_setting_flags,
     bench_logging,
@@ -103,8 +104,7 @@ WARM_UP_QUERIES = 50
 MODES = ("precise", "contextual", "comprehensive")
 
 # The settings this bench's store and stack read that it may be run under (its figures name them).
-SETTINGS = ("EMBEDDER_PROFILE", "QDRANT_HNSW_EF", "QDRANT_QUANTIZATION", "QDRANT_QUANTIZATION_OVERSAMPLING",
-            "QDRANT_ON_DISK", "EMBEDDED_SEARCH_THREADS", "EMBEDDED_MAX_SEGMENT_MB")
+SETTINGS = ("EMBEDDER_PROFILE", *STORE_SETTINGS)
 
 log = logging.getLogger("bench.query")
 

@@ -28,6 +28,7 @@ A returned passage answers a question when it comes from the question's book and
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
 from collections.abc import Iterable, Sequence
@@ -287,7 +288,9 @@ def check_files(paths: Sequence[Path], corpus: Path = DEFAULT_CORPUS) -> list[st
 
 
 def main(argv: Sequence[str]) -> int:
-    paths = [Path(a) for a in argv] or sorted(QUESTIONS_DIR.glob("*.yaml"))
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("files", nargs="*", type=Path, help="question files (default: every one)")
+    paths = parser.parse_args(argv).files or sorted(QUESTIONS_DIR.glob("*.yaml"))
     found = check_files(paths)
     for line in found:
         print(line)

@@ -10,6 +10,7 @@ of socket as the baseline.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import statistics
@@ -52,6 +53,7 @@ async def baseline_rtt_ms(socket_dir: Path) -> list[float]:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     with tempfile.TemporaryDirectory(prefix="alexandria-bench-") as scratch:
         data_dir = Path(scratch) / "var"
         started = time.perf_counter()
