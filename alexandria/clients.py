@@ -66,7 +66,7 @@ def _is_unavailable(exc: BaseException) -> bool:
 
 
 # Tokens consecutive windows of a passage share, so that a sentence cut by one window's end is whole in
-# the next: a quarter of MiniLM's 256 (bench/windows.py: overlaps of 0, 64 and 128 within noise of each
+# the next: a quarter of MiniLM's 256 (the windows bench, bench/windows.py in git history: overlaps of 0, 64 and 128 within noise of each
 # other on the tuning half).
 WINDOW_OVERLAP_TOKENS = 64
 

@@ -56,7 +56,7 @@ UNCHECKED_MARGIN = 20
 # it keeps a lone weak word match from counting as a full one.
 SEMANTIC_WEIGHT = 0.9
 LEXICAL_SCALE = 8.0
-# The best window's share of the semantic similarity, the chunk vector having the rest. bench/windows.py,
+# The best window's share of the semantic similarity, the chunk vector having the rest. the windows bench (bench/windows.py, in git history),
 # tuning half (recall@5 / MRR@10), windows of 256 tokens overlapping by 64 under the title and chapter:
 # best window alone 0.56 / 0.398, 3:1 0.57 / 0.410, 1:1 0.55 / 0.412, 1:3 0.53 / 0.387; sentence vectors
 # instead of windows (1:1, what ranking did before) 0.51 / 0.363, and adding them to the windows gained nothing.
