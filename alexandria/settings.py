@@ -207,7 +207,7 @@ class StoreSettings(DataDirSettings):
     qdrant_hnsw_ef_construct: int = fixed(100, "Candidates while building the graph (Qdrant's default).",
                                           ge=4, le=1000)
     qdrant_hnsw_ef: int = fixed(
-        256, "Candidates a dense search visits. bench/scale.py, 1,001,910 points, recall@10 against exact "
+        256, "Candidates a dense search visits. bench.scale, 1,001,910 points, recall@10 against exact "
         "search: the engine's default 0.927, 128: 0.943, 256: 0.981, 512: 0.997.", ge=4, le=4096)
     qdrant_wal_capacity_mb: int | None = fixed(None, "A server's write-ahead log segment size; unset: the "
                                                "server's (32 MB).", ge=1)

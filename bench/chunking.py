@@ -40,7 +40,7 @@ from services.ingest.documents import ExtractedBook, Sentence, ThresholdReport
 from services.ingest.extract import extract_book
 from services.ingest.segment import segment, sentence_texts
 
-BATCH_SIZE = 64  # the embedder service's default EMBEDDER_MAX_BATCH
+BATCH_SIZE = 64  # the embedder service's default largest batch (EmbedderSettings.embedder_max_batch)
 WARM_UP_SENTENCES = 256
 COMPARE_STAGES = ("extract", "segment", "embed", "compare")
 

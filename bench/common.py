@@ -36,10 +36,12 @@ DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus"
 CALIBRE_LIBRARY = DEFAULT_CORPUS / "calibre-library"
 PRIDE_EPUB = CALIBRE_LIBRARY / "Jane Austen" / "Pride and Prejudice (1)" / "Pride and Prejudice - Jane Austen.epub"
 
-# The store's tuning settings, which a bench that builds or serves a collection takes as flags (setting_flags).
-STORE_SETTINGS = ("QDRANT_HNSW_EF", "QDRANT_QUANTIZATION", "QDRANT_QUANTIZATION_OVERSAMPLING", "QDRANT_ON_DISK",
-                  "QDRANT_HNSW_M", "QDRANT_HNSW_EF_CONSTRUCT", "EMBEDDED_SEARCH_THREADS", "EMBEDDED_MAX_SEGMENT_MB",
-                  "EMBEDDED_MERGED_SEGMENT_MB")
+# The store's tuned constants (StoreSettings fields no environment variable sets), which a bench that builds or
+# serves a collection takes as flags (setting_flags), beside the one store setting of its layout.
+STORE_TUNING = ("qdrant_hnsw_ef", "qdrant_quantization_oversampling", "qdrant_on_disk", "qdrant_hnsw_m",
+                "qdrant_hnsw_ef_construct", "embedded_search_threads", "embedded_max_segment_mb",
+                "embedded_merged_segment_mb")
+STORE_SETTINGS = ("QDRANT_QUANTIZATION", *STORE_TUNING)
 
 log = logging.getLogger("bench")
 
@@ -66,24 +68,34 @@ class Latency:
         return cls(percentile_ms(seconds, 50), percentile_ms(seconds, 95), len(seconds))
 
 
+# The store's tuned constants this bench's flags replaced (apply_setting_flags), for every store it opens.
+_store_tuning: dict[str, str] = {}
+
+
 def setting_flags(parser: argparse.ArgumentParser, names: Sequence[str]) -> None:
-    """A flag for each setting (`--qdrant-hnsw-ef` for QDRANT_HNSW_EF) that sets it for this bench and the
-    processes it starts; apply_setting_flags puts them in place. The setting's own class checks the value."""
-    group = parser.add_argument_group("settings", "each sets the variable of its name for this bench and the "
-                                      "stack it starts (default: the environment's)")
+    """A flag for each setting or tuned constant (`--qdrant-hnsw-ef` for StoreSettings.qdrant_hnsw_ef);
+    apply_setting_flags puts them in place. The settings class checks the value."""
+    group = parser.add_argument_group("settings", "an environment setting is set for this bench and the stack it "
+                                      "starts; a tuned constant of the store for the stores this bench opens")
     for name in names:
-        group.add_argument(f"--{name.lower().replace('_', '-')}", dest=f"setting_{name}", metavar=name)
+        group.add_argument(f"--{name.lower().replace('_', '-')}", dest=f"setting_{name}", metavar=name.upper())
 
 
 def apply_setting_flags(args: argparse.Namespace) -> None:
-    """The settings given by setting_flags' flags, in this process's environment (a stack inherits it)."""
+    """Put the values of setting_flags' flags in place: a setting in this process's environment (a stack
+    inherits it), a tuned constant of the store in every store_settings() after this."""
     for key, value in vars(args).items():
         if key.startswith("setting_") and value is not None:
-            os.environ[key.removeprefix("setting_")] = value
+            name = key.removeprefix("setting_")
+            if name in STORE_TUNING:
+                _store_tuning[name] = value
+            else:
+                os.environ[name] = value
 
 
 def store_settings(scratch: Path) -> StoreSettings:
-    return StoreSettings(alexandria_data_dir=scratch, qdrant_url=None, qdrant_local_path=None)
+    """The embedded store in `scratch`, with the tuned constants given as flags."""
+    return StoreSettings(alexandria_data_dir=scratch, qdrant_url=None, qdrant_local_path=None, **_store_tuning)
 
 
 @asynccontextmanager

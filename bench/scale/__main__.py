@@ -15,9 +15,9 @@ With no size (no --points, no --books), only step 1: the sync and the embedder's
 2. A `bench` collection grows, size after size (`--points`: points in all, chapters included; `--books`:
    books), by copies of the synced books written through the store adapter (bench/replica.py), indexed
    as it grows, its segments merged in the background past eight as a stack merges them (the build waits for the
-   last merges before it measures). The store is opened with the StoreSettings of the environment (every QDRANT_*
-   and EMBEDDED_* variable but the server's address: this bench measures the embedded store a stack runs), the
-   tuning ones given as flags set first (bench/common.py: STORE_SETTINGS).
+   last merges before it measures). The store is opened with the StoreSettings of the environment (but the
+   server's address: this bench measures the embedded store a stack runs), its tuned constants as the flags give
+   them (bench/common.py: STORE_SETTINGS).
    At each size:
    - write throughput: the points written for this size over the time their upserts and optimizes took;
    - disk: the collection's segments and its write-ahead log apart, in all and a book;
