@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: setup run test protos lint system-packages prepare-models models
+.PHONY: setup run test protos settings-doc lint system-packages prepare-models models
 
 setup: $(STAMP) system-packages prepare-models
 
@@ -60,6 +60,9 @@ test: setup
 
 protos: setup
 	$(BIN)/python scripts/gen_protos.py
+
+settings-doc: setup
+	$(BIN)/python scripts/gen_settings_doc.py
 
 lint: setup
 	$(BIN)/ruff check .
