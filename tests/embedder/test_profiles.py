@@ -97,7 +97,7 @@ def test_a_profile_whose_model_was_not_fetched_names_the_command_that_fetches_it
         load_configured_model(choice, "cpu", 0, tmp_path)
     message = error.value.message
     assert "EMBEDDER_PROFILE=best" in message and str(tmp_path / MPNET_FOLDER) in message
-    assert "make models" in message and f"scripts/fetch_mpnet.py --into {tmp_path}" in message
+    assert "make models" in message and f"EMBEDDER_MODELS_DIR={tmp_path} .venv/bin/python -m services.embedder.prepare --profile best" in message
     choice = resolve_profile(EmbedderSettings(embedder_profile="multilingual", embedder_models_dir=tmp_path), "cpu")
     with pytest.raises(FailedPrecondition) as error:
         load_configured_model(choice, "cpu", 0, tmp_path)
