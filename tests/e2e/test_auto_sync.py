@@ -7,6 +7,7 @@ import asyncio
 import time
 from pathlib import Path
 
+import pytest
 from catalog.scratch import copy_library, open_for_writing
 from conftest import LOCAL_FILES
 from mcp import Client
@@ -38,6 +39,7 @@ async def until_in_step(stack: RunningStack, runs: int, timeout: float = 180) ->
         await asyncio.sleep(0.2)
 
 
+@pytest.mark.usefixtures("shared_corpus")  # the book added comes from its loose files
 async def test_books_added_and_removed_in_calibre_are_searchable_and_gone_with_no_command(tmp_path: Path) -> None:
     library = copy_library(LIBRARY, tmp_path / "library")
     stack = start_stack(tmp_path / "var", library, extra_env=AUTO_SYNC)
@@ -85,6 +87,7 @@ async def test_a_library_changed_twenty_times_in_ten_seconds_is_synced_once_or_t
         stack.stop()
 
 
+@pytest.mark.usefixtures("shared_corpus")  # seven_book_library adds three of its loose files
 async def test_a_stack_stopped_mid_sync_loses_nothing_and_finishes_when_started_again(tmp_path: Path) -> None:
     library = seven_book_library(tmp_path)
     stack = start_stack(tmp_path / "var", library, extra_env=AUTO_SYNC)

@@ -13,12 +13,14 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import SHARED_LIBRARY, require_shared
+from conftest import SHARED_LIBRARY
 from mcp import Client, StdioServerParameters
 
 from alexandria_stack.launcher import MAX_RESTARTS
 from e2e.mcp_calls import call
 from e2e.stack import HAMLET, RunningStack, start_stack
+
+pytestmark = pytest.mark.usefixtures("shared_corpus")
 
 TOOLS = {
     "alexandria_query", "alexandria_guardians", "alexandria_search", "alexandria_book", "alexandria_stats",
@@ -196,7 +198,3 @@ async def test_ctrl_c_during_an_ingest_lets_it_finish_and_answer(tmp_path: Path,
     finally:
         stack.stop()
 
-
-@pytest.fixture(autouse=True)
-def _needs_shared() -> None:
-    require_shared()

@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from catalog.scratch import copy_library, open_for_writing
 from conftest import LOCAL_FILES
 from mcp import Client
@@ -143,6 +144,7 @@ async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Pat
         stack.stop()
 
 
+@pytest.mark.usefixtures("shared_corpus")  # the books added come from its loose files
 async def test_books_added_and_removed_with_calibredb_are_synced_by_the_next_sync_at_once(tmp_path: Path) -> None:
     library = copy_library(LIBRARY, tmp_path / "library")
     # The catalog's own look at metadata.db a minute apart: the sync must plan from the library on disk anyway.
@@ -178,6 +180,7 @@ def seven_book_library(tmp_path: Path) -> Path:
     return library
 
 
+@pytest.mark.usefixtures("shared_corpus")  # seven_book_library adds three of its loose files
 async def test_a_sync_killed_half_way_finishes_when_run_again(tmp_path: Path) -> None:
     library = seven_book_library(tmp_path)
     stack = start_library_stack(tmp_path, library)
