@@ -5,7 +5,6 @@ replaced in place), with rows in metadata.db written through Calibre's own trigg
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import signal
@@ -18,6 +17,7 @@ import pytest
 from catalog.scratch import copy_library, open_for_writing
 from conftest import LOCAL_FILES
 from mcp import Client
+from waiting import wait_until
 
 from alexandria_stack.layout import SAMPLE_LIBRARY as LIBRARY
 from e2e.mcp_calls import call
@@ -68,10 +68,9 @@ async def ingested(stack: RunningStack) -> dict[int, bool]:
 async def until_listed(stack: RunningStack, book_ids: set[int], timeout: float = 60) -> None:
     """Wait until the catalog lists exactly these books: it has seen the change to metadata.db (it looks once
     every CATALOG_RECHECK_INTERVAL_S)."""
-    deadline = time.monotonic() + timeout
-    while (listed := set(await ingested(stack))) != book_ids:
-        assert time.monotonic() < deadline, f"the catalog still lists {sorted(listed)} after {timeout:.0f} s"
-        await asyncio.sleep(RECHECK_INTERVAL_S)
+    await wait_until(lambda: ingested(stack), lambda listed: set(listed) == book_ids,
+                     what=f"the catalog to list exactly {sorted(book_ids)}", timeout_s=timeout,
+                     interval_s=RECHECK_INTERVAL_S)
 
 
 def start_library_stack(tmp_path: Path, library: Path) -> RunningStack:

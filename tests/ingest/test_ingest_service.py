@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import threading
-import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ import pytest
 import pytest_asyncio
 from google.protobuf.message import Message
 from query.fakes import embedded_store
+from waiting import wait_until
 
 from alexandria.book_identity import FileVersion
 from alexandria.clients import ServiceClient, wait_until_serving
@@ -240,15 +240,10 @@ async def test_an_ingest_cancelled_while_it_writes_holds_the_book_until_its_writ
     ingesting.cancel()  # the client goes away: the service cancels the ingest's task
     with pytest.raises(asyncio.CancelledError):
         await ingesting
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while not (work[0].done() or work[0].cancelling()):  # the cancellation reaches the service
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.01)
+    await wait_until(lambda: work[0].done() or work[0].cancelling(), what="the cancellation to reach the service",
+                     timeout_s=START_TIMEOUT_S)
     removal = await _refused_then_released(service, path, release)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while not service.held():  # the write, begun, ends whole
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.05)
+    await wait_until(service.held, what="the write, begun, to end whole", timeout_s=START_TIMEOUT_S)
     written = service.store.count(COLLECTION)
     assert (await service.client.call("RemoveBook", removal)).chunks_removed == written and service.held() == []
 
