@@ -27,7 +27,7 @@ from alexandria.store import Store, StoredPoint
 from alexandria.store import schema as f
 from alexandria.store.embedded import EmbeddedStore
 from alexandria.v1 import catalog_pb2, common_pb2, ingest_pb2, ingest_pb2_grpc
-from ingest.fakes import FakeCatalog, FakeEmbedder
+from ingest.fakes import FakeCatalogClient, FakeEmbedderClient
 from ingest.helpers import FIXTURE_BOOKS, WAGAHAI, scanned_pdf
 from services.ingest import pipeline
 from services.ingest.server import create_server
@@ -44,8 +44,8 @@ TEXT = " ".join(f"Sentence number {n} tells of the {word} that the keeper saw fr
 @dataclass
 class IngestService:
     client: ServiceClient
-    catalog: FakeCatalog
-    embedder: FakeEmbedder
+    catalog: FakeCatalogClient
+    embedder: FakeEmbedderClient
     store: Store
     local: Path  # the allowed local folder
     progress: list[common_pb2.Progress]
@@ -74,7 +74,7 @@ async def service(tmp_path: Path) -> AsyncIterator[IngestService]:
     store_settings = StoreSettings(alexandria_data_dir=tmp_path / "data", qdrant_host=None, qdrant_url=None,
                                    qdrant_local_path=None)
     settings = IngestSettings(ingest_listen="127.0.0.1:0", local_ingest_path=local, store=store_settings)
-    store, catalog, embedder = embedded_store(tmp_path / "data"), FakeCatalog(), FakeEmbedder()
+    store, catalog, embedder = embedded_store(tmp_path / "data"), FakeCatalogClient(), FakeEmbedderClient()
     server = create_server(settings, store=store, embedder=embedder, catalog=catalog)
     await server.start()
     client = ServiceClient("ingest", server.address, ingest_pb2_grpc.IngestServiceStub, ClientSettings())
