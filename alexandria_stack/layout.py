@@ -53,10 +53,6 @@ class StackLayout:
     def addresses(self) -> dict[str, str]:
         return {name: self.address(name) for name in SERVICES}
 
-    @property
-    def gateway_url_file(self) -> Path:
-        return self.run_dir / "gateway.url"
-
 
 def require_usable_data_dir(data_dir: Path) -> None:
     """Make the stack's data folder, or refuse, naming why, one this user cannot make or write: checked before

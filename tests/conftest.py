@@ -29,16 +29,6 @@ os.environ.setdefault("ALEXANDRIA_OFFLINE", "1")
 pytest_plugins = ["store.backends"]
 
 
-def require_shared() -> Path:
-    """Return ../shared/corpus, or skip (fail under CI) when it is not beside the checkout."""
-    if CORPUS.is_dir():
-        return CORPUS
-    message = f"needs the shared corpus at {CORPUS} (not present in this checkout)"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every end-to-end test starts a whole stack: slow by construction."""
     for item in items:
@@ -46,9 +36,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def shared_corpus() -> Path:
-    return require_shared()
+    """../shared/corpus: the real Calibre library and loose files. The one place a test that needs it (as an
+    argument, through a fixture, or by `pytest.mark.usefixtures("shared_corpus")`) is skipped, saying why, when
+    it is not beside the checkout; under CI (CI=true) it fails instead."""
+    if CORPUS.is_dir():
+        return CORPUS
+    message = (f"needs the shared corpus at {CORPUS}, which is not beside this checkout "
+               "(put the project's shared folder there to run it)")
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
 
 
 @pytest.fixture(scope="session")

@@ -140,11 +140,6 @@ class MicroBatcher:
         self._idle_after_s = idle_after_s
         self._idle_timer: asyncio.TimerHandle | None = None
 
-    @property
-    def admitted(self) -> int:
-        """Texts accepted and not yet answered (what counts against the queue limit)."""
-        return self._admitted
-
     def start(self) -> None:
         """Start collecting batches; call from the event loop that will call `embed`."""
         self._collector = asyncio.get_running_loop().create_task(self._collect(), name="embedder-batcher")

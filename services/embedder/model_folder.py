@@ -30,7 +30,6 @@ def _json(path: Path) -> dict[str, Any]:
 @dataclass(frozen=True)
 class FolderFacts:
     kind: Literal["embedder", "cross-encoder", "unknown"]
-    architectures: tuple[str, ...]
     dimensions: int | None
     max_tokens: int | None
     weights_bytes: int
@@ -49,17 +48,17 @@ def read_facts(folder: Path) -> FolderFacts:
     if any(a.endswith("ForSequenceClassification") for a in architectures):
         # transformers leaves out of config.json the labels of its default, two
         labels = len(config.get("id2label") or {}) or int(config.get("num_labels", 2))
-        return FolderFacts("cross-encoder", architectures, None, config.get("max_position_embeddings"), weights, labels)
+        return FolderFacts("cross-encoder", None, config.get("max_position_embeddings"), weights, labels)
     modules = _json_list(folder / "modules.json")
     if not modules:
-        return FolderFacts("unknown", architectures, config.get("hidden_size"), None, weights)
+        return FolderFacts("unknown", config.get("hidden_size"), None, weights)
     dimensions = config.get("hidden_size")
     for module in modules:  # a Dense module after the pooling changes the dimensions
         module_config = _json(folder / str(module.get("path", "")) / "config.json")
         dimensions = module_config.get("out_features", module_config.get("word_embedding_dimension", dimensions))
     max_tokens = _json(folder / "sentence_bert_config.json").get("max_seq_length") or config.get(
         "max_position_embeddings")
-    return FolderFacts("embedder", architectures, dimensions, max_tokens, weights)
+    return FolderFacts("embedder", dimensions, max_tokens, weights)
 
 
 def _json_list(path: Path) -> list[dict[str, Any]]:

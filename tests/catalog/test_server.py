@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 import shutil
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -20,6 +18,7 @@ from google.protobuf.message import Message
 from grpc import aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from ingest.helpers import scanned_pdf
+from waiting import wait_until
 
 from alexandria.clients import ServiceClient
 from alexandria.errors import FailedPrecondition, NotFound, Unavailable
@@ -255,13 +254,9 @@ async def test_a_locked_library_answers_unavailable(fixture_copy: Path, sockets:
 
 async def listed_once(catalog: Catalog, wanted: Callable[[Any], bool], timeout: float = 30) -> Any:
     """ListLibraryFiles, asked again until its answer is `wanted` (the catalog looks at metadata.db once
-    every recheck interval) or `timeout` has passed."""
-    deadline = time.monotonic() + timeout
-    while True:
-        listed = await catalog.call("ListLibraryFiles", catalog_pb2.ListLibraryFilesRequest())
-        if wanted(listed) or time.monotonic() > deadline:
-            return listed
-        await asyncio.sleep(0.02)
+    every recheck interval)."""
+    return await wait_until(lambda: catalog.call("ListLibraryFiles", catalog_pb2.ListLibraryFilesRequest()), wanted,
+                            what="the catalog's list of library files to change", timeout_s=timeout)
 
 
 @pytest.mark.slow

@@ -7,15 +7,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import LOCAL_FILES, SHARED_LIBRARY, require_shared
+from conftest import LOCAL_FILES, SHARED_LIBRARY
 
 from e2e.stack import RunningStack, start_stack
 
 
 @pytest.fixture(scope="session")
-def inbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def inbox(shared_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A writable copy of the shared loose files: the one folder the local-file tools may read."""
-    require_shared()
     folder = tmp_path_factory.mktemp("inbox")
     shutil.copytree(LOCAL_FILES, folder, dirs_exist_ok=True)
     return folder.resolve()

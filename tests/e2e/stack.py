@@ -6,7 +6,6 @@ temporary data directory, the real small model, the MCP gateway on HTTP.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import signal
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from waiting import wait_until
 
 from alexandria.settings import StoreSettings
 from alexandria.store import open_store
@@ -82,11 +82,8 @@ class RunningStack:
     async def until_healthy(self, timeout: float = 120) -> None:
         """Wait until the gateway's /health says every service serves (after a restart, say)."""
         async with httpx.AsyncClient() as http:
-            for _ in range(int(timeout / 0.25)):
-                if (await http.get(f"{self.url}/health", timeout=5)).status_code == 200:
-                    return
-                await asyncio.sleep(0.25)
-        raise AssertionError(f"the stack was not healthy again within {timeout} s")
+            await wait_until(lambda: http.get(f"{self.url}/health", timeout=5), lambda health: health.status_code == 200,
+                             what="the stack to be healthy again", timeout_s=timeout, interval_s=0.25)
 
     def stored_points(self, collection: str = "alexandria") -> StoredPoints:
         """Every point of the collection, read from the embedded store itself once the stack has stopped (the

@@ -7,9 +7,11 @@ import asyncio
 import time
 from pathlib import Path
 
+import pytest
 from catalog.scratch import copy_library, open_for_writing
 from conftest import LOCAL_FILES
 from mcp import Client
+from waiting import wait_until
 
 from alexandria_stack.layout import SAMPLE_LIBRARY as LIBRARY
 from e2e.mcp_calls import call
@@ -29,15 +31,21 @@ async def auto_sync(stack: RunningStack) -> dict:
 
 async def until_in_step(stack: RunningStack, runs: int, timeout: float = 180) -> dict:
     """The automatic sync's state once it has finished `runs` syncs and nothing is pending."""
-    deadline = time.monotonic() + timeout
-    while True:
-        state = await auto_sync(stack)
-        if state["runs"] >= runs and not state["pending"] and not state["running"]:
-            return state
-        assert time.monotonic() < deadline, f"the automatic sync is not in step after {timeout:.0f} s: {state}"
-        await asyncio.sleep(0.2)
+    return await wait_until(lambda: auto_sync(stack),
+                            lambda state: state["runs"] >= runs and not state["pending"] and not state["running"],
+                            what=f"the automatic sync to be in step after {runs} runs", timeout_s=timeout,
+                            interval_s=0.2)
 
 
+async def the_tempest_found(stack: RunningStack) -> bool:
+    """Whether a lexical search finds The Tempest (Calibre id 5)."""
+    async with Client(stack.mcp_url) as client:
+        found, _ = await call(client, "alexandria_query", {
+            "query": "Prospero Ariel island", "book_id": 5, "threshold": 0.0, "search_mode": "lexical"})
+    return bool(found["result_count"])
+
+
+@pytest.mark.usefixtures("shared_corpus")  # the book added comes from its loose files
 async def test_books_added_and_removed_in_calibre_are_searchable_and_gone_with_no_command(tmp_path: Path) -> None:
     library = copy_library(LIBRARY, tmp_path / "library")
     stack = start_stack(tmp_path / "var", library, extra_env=AUTO_SYNC)
@@ -48,14 +56,8 @@ async def test_books_added_and_removed_in_calibre_are_searchable_and_gone_with_n
 
         calibredb(library, "add", str(LOCAL_FILES / "the_tempest.epub"))
         added_at = time.monotonic()
-        while True:
-            async with Client(stack.mcp_url) as client:
-                found, _ = await call(client, "alexandria_query", {
-                    "query": "Prospero Ariel island", "book_id": 5, "threshold": 0.0, "search_mode": "lexical"})
-            if found["result_count"]:
-                break
-            assert time.monotonic() - added_at < 120, "the book added in Calibre never became searchable"
-            await asyncio.sleep(0.2)
+        await wait_until(lambda: the_tempest_found(stack), what="the book added in Calibre to become searchable",
+                         timeout_s=120, interval_s=0.2)
         print(f"added in Calibre, searchable {time.monotonic() - added_at:.1f} s later (quiet period {QUIET_S} s)")
 
         calibredb(library, "remove", "3", "--permanent")
@@ -85,15 +87,16 @@ async def test_a_library_changed_twenty_times_in_ten_seconds_is_synced_once_or_t
         stack.stop()
 
 
+@pytest.mark.usefixtures("shared_corpus")  # seven_book_library adds three of its loose files
 async def test_a_stack_stopped_mid_sync_loses_nothing_and_finishes_when_started_again(tmp_path: Path) -> None:
     library = seven_book_library(tmp_path)
     stack = start_stack(tmp_path / "var", library, extra_env=AUTO_SYNC)
     try:
         # Stopped while the fourth or fifth of the seven books is being ingested.
-        while not (state := await auto_sync(stack))["running"] or not any(
-                f" {n}/7 " in state["progress"] for n in (4, 5)):
-            assert state["runs"] == 0, f"the first sync ended before the stack could be stopped: {state}"
-            await asyncio.sleep(0.05)
+        state = await wait_until(lambda: auto_sync(stack), lambda state: state["runs"] > 0 or (
+            state["running"] and any(f" {n}/7 " in state["progress"] for n in (4, 5))),
+            what="the first sync to ingest the fourth or fifth book", timeout_s=300, interval_s=0.05)
+        assert state["runs"] == 0, f"the first sync ended before the stack could be stopped: {state}"
     finally:
         stack.stop()
     partial = stack.stored_points()

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import pytest
 from catalog import expected
-from conftest import SHARED_LIBRARY, require_shared
+from conftest import SHARED_LIBRARY
 from mcp import Client
 
 from e2e.mcp_calls import call
 from e2e.stack import RunningStack
 
-
-@pytest.fixture(autouse=True)
-def _needs_shared() -> None:
-    require_shared()
+pytestmark = pytest.mark.usefixtures("shared_corpus")
 
 
 async def test_book_and_search_fields_of_every_book(stack: RunningStack) -> None:

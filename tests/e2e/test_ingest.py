@@ -9,17 +9,14 @@ from pathlib import Path
 
 import pymupdf
 import pytest
-from conftest import SHARED_LIBRARY, require_shared
+from conftest import SHARED_LIBRARY
 from ingest.helpers import scanned_pdf
 from mcp import Client
 
 from e2e.mcp_calls import call
 from e2e.stack import GUIDES, HAMLET, MACBETH, RunningStack, StoredPoints, start_stack
 
-
-@pytest.fixture(autouse=True)
-def _needs_shared() -> None:
-    require_shared()
+pytestmark = pytest.mark.usefixtures("shared_corpus")
 
 
 async def points(client: Client) -> int:

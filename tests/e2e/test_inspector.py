@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import require_shared
 
 from e2e.stack import RunningStack
 
@@ -18,9 +17,9 @@ INSPECTOR = "@modelcontextprotocol/inspector@0.15.0"
 
 
 @pytest.fixture(scope="session")
-def inspector(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The Inspector's CLI, installed from the npm registry into a scratch folder (~20 s)."""
-    require_shared()
+def inspector(shared_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Inspector's CLI, installed from the npm registry into a scratch folder (~20 s); not before the shared
+    corpus the stack serves is known to be there."""
     if shutil.which("npm") is None:
         if os.environ.get("CI"):
             pytest.fail("npm is needed for the MCP Inspector test")

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import require_shared
 from mcp import Client, StdioServerParameters
 from mcp.client.context import ClientRequestContext
 from mcp_types import CreateMessageRequestParams, CreateMessageResult, ErrorData, TextContent
@@ -21,7 +20,6 @@ QUESTION = "If music be the food of love, play on"
 @pytest.fixture(scope="module")
 def twelfth_night(stack: RunningStack, inbox: Path) -> str:
     """Twelfth Night, Act I, ingested once (a second ingest is refused, which is fine here)."""
-    require_shared()
 
     async def ingest() -> tuple[dict, bool]:
         async with Client(stack.mcp_url) as client:

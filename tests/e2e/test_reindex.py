@@ -6,15 +6,14 @@ books that could be read, under the new model, the old collection gone.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from catalog.scratch import copy_library, edit_highlights
 from mcp import Client
+from waiting import wait_until
 
 from alexandria_stack.layout import SAMPLE_LIBRARY as LIBRARY
 from e2e.mcp_calls import call
@@ -88,11 +87,9 @@ async def test_reindex_rebuilds_the_collection_under_the_running_model(tmp_path:
 
         state = data_dir / "sync" / f"{COLLECTION}.reindex.json"
         reindex = start_reindex(stack)
-        deadline = time.monotonic() + 120
-        while not state.exists():
-            assert reindex.poll() is None, reindex.communicate()
-            assert time.monotonic() < deadline, "the reindex wrote no state"
-            await asyncio.sleep(0.05)
+        await wait_until(lambda: state.exists() or reindex.poll() is not None, what="the reindex to write its state",
+                         timeout_s=120, interval_s=0.05)
+        assert state.exists(), reindex.communicate()
         during, is_error = await query(stack, "lexical")
         during_stats = await stats(stack)
         assert state.exists(), "the query ran while the reindex was under way"

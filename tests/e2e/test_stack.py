@@ -8,17 +8,19 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
-from conftest import SHARED_LIBRARY, require_shared
+from conftest import SHARED_LIBRARY
 from mcp import Client, StdioServerParameters
+from waiting import wait_until, wait_until_blocking
 
 from alexandria_stack.launcher import MAX_RESTARTS
 from e2e.mcp_calls import call
 from e2e.stack import HAMLET, RunningStack, start_stack
+
+pytestmark = pytest.mark.usefixtures("shared_corpus")
 
 TOOLS = {
     "alexandria_query", "alexandria_guardians", "alexandria_search", "alexandria_book", "alexandria_stats",
@@ -114,10 +116,8 @@ def test_a_closed_terminal_stops_the_stack_and_a_killed_launcher_leaves_no_proce
         children += killed
         stacks[-1].process.kill()
         stacks[-1].process.wait(10)
-        deadline = time.monotonic() + 60
-        while left := [pid for pid in killed if _running(pid)]:
-            assert time.monotonic() < deadline, f"left behind: {left}"
-            time.sleep(0.1)
+        wait_until_blocking(lambda: [pid for pid in killed if _running(pid)], lambda left: not left,
+                            what="every child of the killed launcher to exit", timeout_s=60, interval_s=0.1)
         # The port and the store are free again. Started as `nohup alexandria up &` is: a closed terminal leaves
         # it running, and Ctrl-C's signal, ignored by the shell for a background job, still stops it.
         stacks.append(start_stack(tmp_path / "var", SHARED_LIBRARY, inbox,
@@ -164,13 +164,10 @@ async def test_a_service_that_keeps_crashing_stops_the_stack_with_the_reason(tmp
 
 async def _next_embedder(stack: RunningStack, killed: list[int], timeout: float = 60) -> int:
     """The pid of the embedder the launcher runs now, once it is not one already killed."""
-    for _ in range(int(timeout / 0.05)):
-        running = [pid for pid, command in stack.children().items()
-                   if command.endswith("services embedder") and pid not in killed]
-        if running:
-            return running[0]
-        await asyncio.sleep(0.05)
-    raise AssertionError("the launcher did not restart the embedder")
+    running = await wait_until(lambda: [pid for pid, command in stack.children().items()
+                                        if command.endswith("services embedder") and pid not in killed],
+                               what="the launcher to restart the embedder", timeout_s=timeout, interval_s=0.05)
+    return running[0]
 
 
 async def test_ctrl_c_during_an_ingest_lets_it_finish_and_answer(tmp_path: Path, inbox: Path) -> None:
@@ -196,7 +193,3 @@ async def test_ctrl_c_during_an_ingest_lets_it_finish_and_answer(tmp_path: Path,
     finally:
         stack.stop()
 
-
-@pytest.fixture(autouse=True)
-def _needs_shared() -> None:
-    require_shared()

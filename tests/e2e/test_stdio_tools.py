@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from conftest import require_shared
 from mcp import Client, StdioServerParameters
 
 from e2e.mcp_calls import call
@@ -15,7 +14,6 @@ GUIDE_FR = 9  # the French quick-start guide: small, so every tool runs quickly
 
 
 async def test_every_tool_over_stdio(stack: RunningStack, inbox: Path) -> None:
-    require_shared()
     params = StdioServerParameters(
         command=str(Path(sys.executable).with_name("alexandria")), args=["mcp"], env=stack.env
     )

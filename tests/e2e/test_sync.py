@@ -5,7 +5,6 @@ replaced in place), with rows in metadata.db written through Calibre's own trigg
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import signal
@@ -14,9 +13,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from catalog.scratch import copy_library, open_for_writing
 from conftest import LOCAL_FILES
 from mcp import Client
+from waiting import wait_until
 
 from alexandria_stack.layout import SAMPLE_LIBRARY as LIBRARY
 from e2e.mcp_calls import call
@@ -67,10 +68,9 @@ async def ingested(stack: RunningStack) -> dict[int, bool]:
 async def until_listed(stack: RunningStack, book_ids: set[int], timeout: float = 60) -> None:
     """Wait until the catalog lists exactly these books: it has seen the change to metadata.db (it looks once
     every CATALOG_RECHECK_INTERVAL_S)."""
-    deadline = time.monotonic() + timeout
-    while (listed := set(await ingested(stack))) != book_ids:
-        assert time.monotonic() < deadline, f"the catalog still lists {sorted(listed)} after {timeout:.0f} s"
-        await asyncio.sleep(RECHECK_INTERVAL_S)
+    await wait_until(lambda: ingested(stack), lambda listed: set(listed) == book_ids,
+                     what=f"the catalog to list exactly {sorted(book_ids)}", timeout_s=timeout,
+                     interval_s=RECHECK_INTERVAL_S)
 
 
 def start_library_stack(tmp_path: Path, library: Path) -> RunningStack:
@@ -143,6 +143,7 @@ async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Pat
         stack.stop()
 
 
+@pytest.mark.usefixtures("shared_corpus")  # the books added come from its loose files
 async def test_books_added_and_removed_with_calibredb_are_synced_by_the_next_sync_at_once(tmp_path: Path) -> None:
     library = copy_library(LIBRARY, tmp_path / "library")
     # The catalog's own look at metadata.db a minute apart: the sync must plan from the library on disk anyway.
@@ -178,6 +179,7 @@ def seven_book_library(tmp_path: Path) -> Path:
     return library
 
 
+@pytest.mark.usefixtures("shared_corpus")  # seven_book_library adds three of its loose files
 async def test_a_sync_killed_half_way_finishes_when_run_again(tmp_path: Path) -> None:
     library = seven_book_library(tmp_path)
     stack = start_library_stack(tmp_path, library)

@@ -4,15 +4,19 @@ spy around the real model."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 from alexandria.clients import EmbedderClient
 from alexandria.grpc_server import ServiceServer
 from services.embedder.batcher import EncodedBatch
 from services.embedder.model import EmbeddingModel, EmbedKind
+from services.host import main
 
 
 @dataclass
@@ -60,3 +64,18 @@ class SpyModel:
     async def wait_until_busy(self) -> None:
         """Until a held batch has entered the model since `hold()`."""
         await asyncio.to_thread(self._entered.acquire)
+
+
+def embedder_refusal_at_start(capsys: pytest.CaptureFixture[str]) -> pytest.CaptureResult[str]:
+    """What the embedder service, started as the launcher starts it (`python -m services embedder`, with the settings in
+    the environment), writes as it refuses to start with exit status 2. main configures process-wide
+    logging: it is put back as it was."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        with pytest.raises(SystemExit) as exit_:
+            main(["embedder", "--listen", "embedder=127.0.0.1:0"])
+    finally:
+        root.handlers[:], root.level = handlers, level
+    assert exit_.value.code == 2
+    return capsys.readouterr()

@@ -53,11 +53,10 @@ class FakeModel:
         await asyncio.to_thread(self.started.acquire)
 
 
-async def _until(condition: Callable[[], bool]) -> None:
-    """Yield to the event loop (no timed sleep) until `condition()` holds: tasks enqueue and
-    the batcher's bookkeeping callbacks run on the loop."""
-    while not condition():
-        await asyncio.sleep(0)
+async def _queued() -> None:
+    """Let the tasks just created queue their texts: `embed` admits and queues them before its first await,
+    so one turn of the event loop (no timed sleep) runs each of them that far."""
+    await asyncio.sleep(0)
 
 
 def _number(text: str) -> float:
@@ -104,7 +103,7 @@ async def test_requests_arriving_while_the_model_is_busy_share_the_next_batch(
     first = asyncio.create_task(batcher.embed(["q0"]))
     await model.wait_until_busy()
     queries = [asyncio.create_task(batcher.embed([f"q{i}"])) for i in range(1, 6)]
-    await asyncio.wait_for(_until(lambda: batcher.admitted == 6), 5)
+    await _queued()
     model.release(2)
     results = await asyncio.gather(first, *queries)
     assert model.batches == [["q0"], ["q1", "q2", "q3", "q4", "q5"]]
@@ -141,7 +140,7 @@ async def test_after_a_merged_batch_the_next_waits_for_as_many_callers(closing: 
     returning = []
     for i in range(3):  # they come back one by one, each while the batcher could already start
         returning.append(asyncio.create_task(batcher.embed([f"b{i}"])))
-        await asyncio.wait_for(_until(lambda: batcher.admitted == len(returning)), 5)
+        await _queued()
     await asyncio.gather(*returning)
     assert model.batches == [["a0", "a1", "a2"], ["b0", "b1", "b2"]]
 
@@ -210,9 +209,10 @@ async def test_a_full_queue_refuses_with_resource_exhausted_and_recovers(closing
     with pytest.raises(ResourceExhausted, match="6 of 8"):
         await batcher.embed(["one", "two", "three"])
     fits = asyncio.create_task(batcher.embed(["one", "two"]))
-    model.release(2)
+    model.release(3)
     await asyncio.gather(busy, fits)
-    assert batcher.admitted == 0
+    full_again = await batcher.embed([f"t{i}" for i in range(8)])  # answered texts leave the queue
+    assert full_again.vectors.shape == (8, DIMENSION)
 
 
 @pytest.mark.asyncio
@@ -220,29 +220,32 @@ async def test_a_cancelled_request_frees_its_room_and_never_reaches_the_model(
     closing: list[MicroBatcher],
 ) -> None:
     model = FakeModel(gated=True)
-    batcher = await _batcher(model, queue_limit=10)
+    batcher = await _batcher(model, queue_limit=3)
     closing.append(batcher)
     running = asyncio.create_task(batcher.embed(["r1"]))
     await model.wait_until_busy()
     abandoned = asyncio.create_task(batcher.embed(["gone1", "gone2"]))
-    await asyncio.wait_for(_until(lambda: batcher.admitted == 3), 5)
+    await _queued()
+    with pytest.raises(ResourceExhausted, match="3 of 3"):
+        await batcher.embed(["more"])
     abandoned.cancel()
-    await asyncio.wait_for(_until(lambda: batcher.admitted == 1), 5)
+    with pytest.raises(asyncio.CancelledError):
+        await abandoned
+    after = asyncio.create_task(batcher.embed(["after1", "after2"]))  # fits in the room the cancelled one left
     model.release(2)
     await running
-    assert (await batcher.embed(["after"])).vectors.shape == (1, DIMENSION)
-    assert all("gone1" not in batch for batch in model.batches)
+    assert (await after).vectors.shape == (2, DIMENSION)
+    assert model.batches == [["r1"], ["after1", "after2"]]
 
 
 @pytest.mark.asyncio
 async def test_a_failing_batch_fails_its_callers_and_the_batcher_goes_on(closing: list[MicroBatcher]) -> None:
     model = FakeModel()
-    batcher = await _batcher(model)
+    batcher = await _batcher(model, queue_limit=1)
     closing.append(batcher)
     with pytest.raises(RuntimeError, match="the model broke"):
         await batcher.embed(["FAIL"])
-    assert (await batcher.embed(["fine"])).truncated == 0
-    assert batcher.admitted == 0
+    assert (await batcher.embed(["fine"])).truncated == 0  # the failed text left the queue of one
 
 
 @pytest.mark.asyncio
@@ -302,7 +305,7 @@ async def test_closing_fails_what_is_still_waiting_with_unavailable() -> None:
     running = asyncio.create_task(batcher.embed(["r1"]))
     await model.wait_until_busy()
     waiting = asyncio.create_task(batcher.embed(["w1"]))
-    await asyncio.wait_for(_until(lambda: batcher.admitted == 2), 5)
+    await _queued()
     model.release()
     await batcher.close()
     for task in (running, waiting):

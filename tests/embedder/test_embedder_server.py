@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import sys
 from pathlib import Path
@@ -18,12 +17,11 @@ from alexandria.clients import EmbedderClient, decode_vectors, open_channel
 from alexandria.errors import InvalidArgument, ResourceExhausted
 from alexandria.settings import EmbedderSettings, IngestSettings
 from alexandria.v1 import embedder_pb2, embedder_pb2_grpc
-from embedder.support import RunningEmbedder, SpyModel, StartEmbedder
+from embedder.support import RunningEmbedder, SpyModel, StartEmbedder, embedder_refusal_at_start
 from services.embedder.batcher import EncodedBatch
 from services.embedder.loading import resolve_model_source
 from services.embedder.model import FLOOR_PASSAGES, FLOOR_QUESTIONS, WARM_UP_TEXTS, EmbeddingModel
 from services.embedder.server import MAX_TEXTS_PER_REQUEST, SERVICE_NAME, create_server
-from services.host import main
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -183,15 +181,7 @@ def test_a_missing_model_folder_stops_the_service_at_start_up_naming_it(
 ) -> None:
     missing = tmp_path / "models" / "bge-m3"
     monkeypatch.setenv("EMBEDDER_MODEL", str(missing))
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level  # main configures process-wide logging
-    try:
-        with pytest.raises(SystemExit) as exit_:
-            main(["embedder", "--listen", "embedder=127.0.0.1:0"])
-    finally:
-        root.handlers[:], root.level = handlers, level
-    assert exit_.value.code == 2
-    output = capsys.readouterr()
+    output = embedder_refusal_at_start(capsys)
     assert str(missing) in output.err and "no model folder at" in output.err
     assert output.out == ""
 

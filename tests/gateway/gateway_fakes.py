@@ -292,7 +292,7 @@ def _progress_events(event_type: type[Message]) -> list[Message]:
     return [event_type(progress=progress) for progress in PROGRESS]
 
 
-class FakeCatalog(catalog_pb2_grpc.CatalogServiceServicer):
+class FakeCatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
     def __init__(self, backend: FakeBackend) -> None:
         self.backend = backend
 
@@ -309,7 +309,7 @@ class FakeCatalog(catalog_pb2_grpc.CatalogServiceServicer):
         return await self.backend.unary("PreviewIngest", request, PREVIEW)
 
 
-class FakeIngest(ingest_pb2_grpc.IngestServiceServicer):
+class FakeIngestServicer(ingest_pb2_grpc.IngestServiceServicer):
     def __init__(self, backend: FakeBackend) -> None:
         self.backend = backend
 
@@ -348,7 +348,7 @@ class FakeIngest(ingest_pb2_grpc.IngestServiceServicer):
         return await self.backend.unary("RemoveBook", request, REMOVED)
 
 
-class FakeQuery(query_pb2_grpc.QueryServiceServicer):
+class FakeQueryServicer(query_pb2_grpc.QueryServiceServicer):
     def __init__(self, backend: FakeBackend) -> None:
         self.backend = backend
 
@@ -367,13 +367,13 @@ class FakeQuery(query_pb2_grpc.QueryServiceServicer):
 
 _SERVICES = {
     "catalog": (
-        FakeCatalog,
+        FakeCatalogServicer,
         catalog_pb2_grpc.add_CatalogServiceServicer_to_server,
         "CatalogService",
         catalog_pb2,
     ),
-    "ingest": (FakeIngest, ingest_pb2_grpc.add_IngestServiceServicer_to_server, "IngestService", ingest_pb2),
-    "query": (FakeQuery, query_pb2_grpc.add_QueryServiceServicer_to_server, "QueryService", query_pb2),
+    "ingest": (FakeIngestServicer, ingest_pb2_grpc.add_IngestServiceServicer_to_server, "IngestService", ingest_pb2),
+    "query": (FakeQueryServicer, query_pb2_grpc.add_QueryServiceServicer_to_server, "QueryService", query_pb2),
 }
 
 

@@ -20,6 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from starlette.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
+from waiting import wait_until
 
 from alexandria.errors import FailedPrecondition
 from alexandria.grpc_server import ServiceServer
@@ -294,8 +295,7 @@ async def _stop_during_an_ingest(gateway: Gateway, backend: FakeBackend, finish:
             )
             await asyncio.wait_for(started.wait(), 30)
             server.should_exit = True  # what uvicorn's SIGINT/SIGTERM handler does
-            while not gateway.calls.stopping:
-                await asyncio.sleep(0.01)
+            await wait_until(lambda: gateway.calls.stopping, what="the gateway to begin stopping")
             if finish:
                 backend.hold.set()
             return await asyncio.wait_for(ingest, 60)
@@ -323,10 +323,7 @@ async def test_a_call_still_running_after_the_grace_period_is_cancelled_with_a_c
     assert result.is_error
     error = result.structured_content["error"]
     assert "within the 0.5 s grace period (GATEWAY_SHUTDOWN_GRACE_S)" in error and "alexandria_ingest" in error
-    deadline = asyncio.get_running_loop().time() + 10
-    while not backend.cancelled:  # the cancellation travels to the service
-        assert asyncio.get_running_loop().time() < deadline, "the service never heard of the cancellation"
-        await asyncio.sleep(0.01)
+    await wait_until(lambda: backend.cancelled, what="the cancellation to travel to the service")
     assert backend.cancelled == ["IngestBook"]
 
 

@@ -18,7 +18,7 @@ from alexandria.v1 import catalog_pb2, embedder_pb2
 
 
 @dataclass
-class FakeCatalog:
+class FakeCatalogClient:
     """The catalog's client: each method answers the message set for it (ResolveBookFile and GetBook by book id),
     and every call is recorded."""
 
@@ -48,7 +48,7 @@ class FakeCatalog:
         pass
 
 
-class FakeEmbedder:
+class FakeEmbedderClient:
     """The embedder's client: a text's vector is seeded by its words, so equal texts get equal vectors; its
     model is named `model_name`."""
 

@@ -4,12 +4,11 @@ collection, and records where the library stood when it began (fakes stand in fo
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from waiting import wait_until
 
 from alexandria.errors import FailedPrecondition
 from services.ingest.auto_sync import RETRY_S, AutoSync, AutoSyncRecord
@@ -99,17 +98,12 @@ async def test_an_unexpected_failure_is_said_in_the_status_and_the_watching_goes
     watcher = _watcher(tmp_path, _Catalog(), sync, quiet_s=0)
     watching = asyncio.create_task(watcher.run())
     try:
-        await _until(lambda: "No space left on device" in watcher.waiting_reason)
+        await wait_until(lambda: "No space left on device" in watcher.waiting_reason,
+                         what="the watcher to say why it waits")
         assert watcher.waiting_reason.startswith("the last automatic sync failed") and not watcher.running
         sync.failure = None
-        await _until(lambda: sync.runs == 1)
+        await wait_until(lambda: sync.runs == 1, what="the watcher to sync once")
         assert not watcher.pending and watcher.waiting_reason == ""
     finally:
         watching.cancel()
 
-
-async def _until(condition: Callable[[], bool], timeout_s: float = 10) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "the watcher never got there"
-        await asyncio.sleep(0.01)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import threading
-import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ import pytest
 import pytest_asyncio
 from google.protobuf.message import Message
 from query.fakes import embedded_store
+from waiting import wait_until
 
 from alexandria.book_identity import FileVersion
 from alexandria.clients import ServiceClient, wait_until_serving
@@ -27,7 +27,7 @@ from alexandria.store import Store, StoredPoint
 from alexandria.store import schema as f
 from alexandria.store.embedded import EmbeddedStore
 from alexandria.v1 import catalog_pb2, common_pb2, ingest_pb2, ingest_pb2_grpc
-from ingest.fakes import FakeCatalog, FakeEmbedder
+from ingest.fakes import FakeCatalogClient, FakeEmbedderClient
 from ingest.helpers import FIXTURE_BOOKS, WAGAHAI, scanned_pdf
 from services.ingest import pipeline
 from services.ingest.server import create_server
@@ -44,8 +44,8 @@ TEXT = " ".join(f"Sentence number {n} tells of the {word} that the keeper saw fr
 @dataclass
 class IngestService:
     client: ServiceClient
-    catalog: FakeCatalog
-    embedder: FakeEmbedder
+    catalog: FakeCatalogClient
+    embedder: FakeEmbedderClient
     store: Store
     local: Path  # the allowed local folder
     progress: list[common_pb2.Progress]
@@ -74,7 +74,7 @@ async def service(tmp_path: Path) -> AsyncIterator[IngestService]:
     store_settings = StoreSettings(alexandria_data_dir=tmp_path / "data", qdrant_url=None,
                                    qdrant_local_path=None)
     settings = IngestSettings(ingest_listen="127.0.0.1:0", local_ingest_path=local, store=store_settings)
-    store, catalog, embedder = embedded_store(tmp_path / "data"), FakeCatalog(), FakeEmbedder()
+    store, catalog, embedder = embedded_store(tmp_path / "data"), FakeCatalogClient(), FakeEmbedderClient()
     server = create_server(settings, store=store, embedder=embedder, catalog=catalog)
     await server.start()
     client = ServiceClient("ingest", server.address, ingest_pb2_grpc.IngestServiceStub, ClientSettings())
@@ -240,15 +240,10 @@ async def test_an_ingest_cancelled_while_it_writes_holds_the_book_until_its_writ
     ingesting.cancel()  # the client goes away: the service cancels the ingest's task
     with pytest.raises(asyncio.CancelledError):
         await ingesting
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while not (work[0].done() or work[0].cancelling()):  # the cancellation reaches the service
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.01)
+    await wait_until(lambda: work[0].done() or work[0].cancelling(), what="the cancellation to reach the service",
+                     timeout_s=START_TIMEOUT_S)
     removal = await _refused_then_released(service, path, release)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while not service.held():  # the write, begun, ends whole
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.05)
+    await wait_until(service.held, what="the write, begun, to end whole", timeout_s=START_TIMEOUT_S)
     written = service.store.count(COLLECTION)
     assert (await service.client.call("RemoveBook", removal)).chunks_removed == written and service.held() == []
 

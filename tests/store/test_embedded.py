@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from waiting import wait_until_blocking
 
 from alexandria.errors import FailedPrecondition, NotFound, Unavailable
 from alexandria.settings import available_cpus
@@ -281,9 +282,8 @@ def test_a_compaction_says_how_far_it_got_while_it_runs(tmp_path: Path, monkeypa
     said: list[str] = []
     with reporting_progress(tmp_path, 2 * 1024**3, said.append):
         (tmp_path / "merged").write_bytes(b"x" * (110 * 1024**2))
-        deadline = time.monotonic() + 10
-        while not any("0.1 of about" in line for line in said) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until_blocking(lambda: any("0.1 of about" in line for line in said), what="a report of 0.1 GB written",
+                            interval_s=0.05)
     reported = len(said)
     time.sleep(0.2)
 

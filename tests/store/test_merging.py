@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from waiting import wait_until_blocking
 
 from alexandria.errors import FailedPrecondition
 from alexandria.store import Filter, StoredPoint, lexical, merging
@@ -60,10 +61,9 @@ def _answers_each_book(store: EmbeddedStore, books: int) -> None:
 def _merge_child(store: EmbeddedStore) -> subprocess.Popen[bytes]:
     """The child of the background merge under way, once it is started."""
     merge = store._merges[COLLECTION]
-    deadline = time.monotonic() + 60
-    while merge.process is None:
-        assert merge.thread.is_alive() and time.monotonic() < deadline
-        time.sleep(0.01)
+    wait_until_blocking(lambda: merge.process is not None or not merge.thread.is_alive(),
+                        what="the background merge to start its child", timeout_s=60)
+    assert merge.process is not None, "the background merge ended without starting a child"
     assert merge.process.poll() is None
     return merge.process
 
@@ -341,11 +341,9 @@ time.sleep(60)
     owner.kill()  # no close, no cleanup: as a crash or the OOM killer would
     owner.wait()
 
-    deadline = time.monotonic() + 10
-    while _running(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
     try:
-        assert not _running(child)
+        wait_until_blocking(lambda: not _running(child), what=f"the orphaned merge child {child} to exit",
+                            interval_s=0.05)
     finally:
         if _running(child):
             os.kill(child, signal.SIGKILL)
