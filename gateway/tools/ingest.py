@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from google.protobuf.message import Message
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import Field
 
 from alexandria.contract import BATCH_LIMIT, CHUNK_THRESHOLD, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
 from alexandria.errors import InvalidArgument
-from alexandria.v1 import common_pb2, ingest_pb2
+from alexandria.v1 import ingest_pb2
 from gateway.backends import backends
 from gateway.progress import stream_result
 from gateway.results import message_result
@@ -27,6 +28,7 @@ from gateway.tools.params import (
     MinChunkSize,
     Threshold,
     book_source,
+    chunking_params,
     ingest_options,
 )
 
@@ -58,7 +60,7 @@ async def alexandria_ingest(
         collection, format_preference, hierarchical, threshold, min_chunk_size, max_chunk_size
     )
     request = ingest_pb2.IngestBookRequest(book_id=book_id, options=options)
-    return message_result(await stream_result(ctx, backends(ctx).ingest.stream("IngestBook", request)))
+    return await _stream_ingest(ctx, "IngestBook", request)
 
 
 @register_tool(
@@ -104,7 +106,7 @@ async def alexandria_batch_ingest(
             collection, format_preference, hierarchical, threshold, min_chunk_size, max_chunk_size
         ),
     )
-    return message_result(await stream_result(ctx, backends(ctx).ingest.stream("BatchIngest", request)))
+    return await _stream_ingest(ctx, "BatchIngest", request)
 
 
 @register_tool(
@@ -125,13 +127,8 @@ async def alexandria_test_chunking(
     """Chunk a Calibre book with the given parameters WITHOUT storing anything, and show the resulting chunk
     statistics and sample chunks. Use it to choose parameters before alexandria_ingest.
     """
-    request = ingest_pb2.TestChunkingRequest(
-        source=book_source(book_id, format_preference),
-        chunking=common_pb2.ChunkingParams(
-            threshold=threshold, min_chunk_size=min_chunk_size, max_chunk_size=max_chunk_size
-        ),
-    )
-    return message_result(await stream_result(ctx, backends(ctx).ingest.stream("TestChunking", request)))
+    source = book_source(book_id, format_preference)
+    return await _test_chunking(ctx, source, threshold, min_chunk_size, max_chunk_size)
 
 
 @register_tool(
@@ -156,7 +153,7 @@ async def alexandria_compare_chunking(
         min_chunk_size=min_chunk_size,
         max_chunk_size=max_chunk_size,
     )
-    return message_result(await stream_result(ctx, backends(ctx).ingest.stream("CompareChunking", request)))
+    return await _stream_ingest(ctx, "CompareChunking", request)
 
 
 # --- Ingest tools (local files) ----------------------------------------------------------------
@@ -222,7 +219,7 @@ async def alexandria_ingest_file(
         language=language or "",
         options=ingest_options(collection, None, hierarchical, threshold, min_chunk_size, max_chunk_size),
     )
-    return message_result(await stream_result(ctx, backends(ctx).ingest.stream("IngestFile", request)))
+    return await _stream_ingest(ctx, "IngestFile", request)
 
 
 @register_tool(
@@ -242,13 +239,8 @@ async def alexandria_test_chunking_file(
     """Chunk a local book file with the given parameters WITHOUT storing anything, and show chunk statistics
     and sample chunks. Use it to choose parameters before alexandria_ingest_file.
     """
-    request = ingest_pb2.TestChunkingRequest(
-        source=ingest_pb2.BookSource(file_path=file_path),
-        chunking=common_pb2.ChunkingParams(
-            threshold=threshold, min_chunk_size=min_chunk_size, max_chunk_size=max_chunk_size
-        ),
-    )
-    return message_result(await stream_result(ctx, backends(ctx).ingest.stream("TestChunking", request)))
+    source = ingest_pb2.BookSource(file_path=file_path)
+    return await _test_chunking(ctx, source, threshold, min_chunk_size, max_chunk_size)
 
 
 @register_tool(
@@ -275,3 +267,18 @@ async def alexandria_remove(
         raise InvalidArgument("Give exactly one of 'book_id' (a Calibre book) or 'file_path' (a local file).")
     request = ingest_pb2.RemoveBookRequest(collection=collection or "", book_id=book_id, file_path=file_path)
     return message_result(await backends(ctx).ingest.call("RemoveBook", request))
+
+
+async def _test_chunking(
+    ctx: Context, source: ingest_pb2.BookSource, threshold: float, min_chunk_size: int, max_chunk_size: int
+) -> CallToolResult:
+    """The chunking test of a Calibre book or a local file: the same call, only the source differs."""
+    request = ingest_pb2.TestChunkingRequest(
+        source=source, chunking=chunking_params(threshold, min_chunk_size, max_chunk_size)
+    )
+    return await _stream_ingest(ctx, "TestChunking", request)
+
+
+async def _stream_ingest(ctx: Context, method: str, request: Message) -> CallToolResult:
+    """Call a streaming ingest method, relaying its progress to the client, and shape its final result."""
+    return message_result(await stream_result(ctx, backends(ctx).ingest.stream(method, request)))

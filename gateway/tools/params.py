@@ -75,7 +75,11 @@ def ingest_options(
         collection=collection or "",
         format_preference=book_formats.FormatPreference(format_preference).to_proto() if format_preference else None,
         hierarchical=hierarchical,
-        chunking=common_pb2.ChunkingParams(
-            threshold=threshold, min_chunk_size=min_chunk_size, max_chunk_size=max_chunk_size
-        ),
+        chunking=chunking_params(threshold, min_chunk_size, max_chunk_size),
+    )
+
+
+def chunking_params(threshold: float, min_chunk_size: int, max_chunk_size: int) -> common_pb2.ChunkingParams:
+    return common_pb2.ChunkingParams(
+        threshold=threshold, min_chunk_size=min_chunk_size, max_chunk_size=max_chunk_size
     )

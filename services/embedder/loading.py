@@ -9,10 +9,10 @@ import importlib
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import torch
 import transformers
@@ -22,10 +22,12 @@ from alexandria.errors import FailedPrecondition
 from alexandria.settings import EmbedderBackend, EmbedderQuantize
 from services.embedder.hub import hub_folder, is_hub_id, pull_command, verify_installed
 from services.embedder.model import EmbeddingModel, Prefixes, TokenEmbeddings, trace_token_embeddings
-from services.embedder.model_folder import check_fits, check_role
+from services.embedder.model_folder import Role, check_fits, check_role
 from services.embedder.profiles import MINILM_PACKAGE, ModelChoice, require_fetched
 
 log = logging.getLogger(__name__)
+
+M = TypeVar("M")  # a model class that loads from a folder (SentenceTransformer, CrossEncoder)
 
 
 DEFAULT_MODEL_PACKAGE = MINILM_PACKAGE
@@ -161,6 +163,19 @@ def model_name(source: ModelSource, device: str, backend: EmbedderBackend, quant
     return source.name + name_suffix(device, backend, quantize)
 
 
+def load_checked_folder(
+    model_class: Callable[..., M], source: ModelSource, device: str, role: Role, variable: str, what: str
+) -> M:
+    """`model_class` loaded offline from `source` onto `device`, once the folder (named by the setting `variable`)
+    says it can serve as `role` and fits there; FailedPrecondition naming `what` when it does not load."""
+    facts = check_role(source.path, role, variable)
+    check_fits(source.path, facts, device, variable)
+    try:
+        return model_class(str(source.path), device=device, local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise FailedPrecondition(f"Could not load the {what} at {source.path}: {exc}") from exc
+
+
 def load_model(
     source: ModelSource,
     device: str,
@@ -177,12 +192,9 @@ def load_model(
     if threads > 0:
         torch.set_num_threads(threads)
     transformers.logging.disable_progress_bar()
-    facts = check_role(source.path, "embedder", "EMBEDDER_MODEL")
-    check_fits(source.path, facts, device, "EMBEDDER_MODEL")
-    try:
-        sentence_transformer = SentenceTransformer(str(source.path), device=device, local_files_only=True)
-    except (OSError, ValueError) as exc:
-        raise FailedPrecondition(f"Could not load the embedding model at {source.path}: {exc}") from exc
+    sentence_transformer = load_checked_folder(
+        SentenceTransformer, source, device, "embedder", "EMBEDDER_MODEL", "embedding model"
+    )
     if device == "cuda":
         sentence_transformer.half()
     else:

@@ -19,9 +19,7 @@ import numpy as np
 import torch
 from sentence_transformers import CrossEncoder
 
-from alexandria.errors import FailedPrecondition
-from services.embedder.loading import ModelSource
-from services.embedder.model_folder import check_fits, check_role
+from services.embedder.loading import ModelSource, load_checked_folder
 
 log = logging.getLogger(__name__)
 
@@ -62,12 +60,9 @@ class Reranker:
 def load_reranker(source: ModelSource, device: str) -> Reranker:
     """Load the cross-encoder at `source` onto `device` (fp16 on CUDA), offline, once its files say it is one
     that fits there."""
-    facts = check_role(source.path, "reranker", "EMBEDDER_RERANKER_MODEL")
-    check_fits(source.path, facts, device, "EMBEDDER_RERANKER_MODEL")
-    try:
-        cross_encoder = CrossEncoder(str(source.path), device=device, local_files_only=True)
-    except (OSError, ValueError) as exc:
-        raise FailedPrecondition(f"Could not load the reranker model at {source.path}: {exc}") from exc
+    cross_encoder = load_checked_folder(
+        CrossEncoder, source, device, "reranker", "EMBEDDER_RERANKER_MODEL", "reranker model"
+    )
     if device == "cuda":
         cross_encoder.half()
     cross_encoder.eval()

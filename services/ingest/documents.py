@@ -17,7 +17,8 @@ from typing import Any
 
 from alexandria.book_formats import BookFormat
 from alexandria.contract import CHUNK_THRESHOLD, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
-from alexandria.store.schema import Level, TextSource
+from alexandria.locator import ChunkLocator as ChunkLocator  # noqa: PLC0414 - the stages take it from here
+from alexandria.store.schema import Level
 from services.ingest.scripts import UNSPACED_LETTER, UNSPACED_RUN, dictionary_words
 
 # Runs of letters/digits; an inner apostrophe (straight or curly) keeps a word together
@@ -192,18 +193,6 @@ class BreakKind(StrEnum):
     CHAPTER = "chapter"  # first chunk of a chapter: chunks never cross chapters
     SEMANTIC = "semantic"  # similarity to the previous sentence fell below the threshold
     FORCED = "forced"  # the chunk would have grown past max_chunk_size
-
-
-@dataclass(frozen=True)
-class ChunkLocator:
-    """Where a chunk sits in its book: what a citation shows (proto `Locator`)."""
-
-    chapter_title: str
-    chapter_index: int
-    position: int  # 0-based order of the chunk among the book's chunks of its kind
-    page_start: int | None = None
-    page_end: int | None = None
-    text_source: TextSource = TextSource.TEXT
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from alexandria.store.schema import TextSource
+from alexandria.locator import ChunkLocator
 
 
 class ContextMode(StrEnum):
@@ -33,16 +33,6 @@ class SearchIn(StrEnum):
 
 
 @dataclass(frozen=True)
-class Locator:
-    chapter_title: str
-    chapter_index: int
-    position: int
-    page_start: int | None
-    page_end: int | None
-    text_source: TextSource = TextSource.TEXT
-
-
-@dataclass(frozen=True)
 class Passage:
     """A matched chunk: what a citation needs, and where it sits in its chapter."""
 
@@ -52,7 +42,7 @@ class Passage:
     book_title: str
     author: str
     section_name: str
-    locator: Locator
+    locator: ChunkLocator
     book_key: str
     calibre_id: int | None
     file_path: str

@@ -36,6 +36,7 @@ import numpy as np
 from alexandria.contract import HYPOTHETICAL_PASSAGE_MAX_CHARS, QUERY_LIMIT, QUERY_THRESHOLD
 from alexandria.errors import FailedPrecondition, InvalidArgument, NotFound
 from alexandria.languages import language_spellings
+from alexandria.locator import ChunkLocator
 from alexandria.store import (
     WINDOWS,
     CollectionInfo,
@@ -55,7 +56,7 @@ from services.query.budget import fit_to_budget
 from services.query.common_words import CommonWords
 from services.query.context import assemble_context, neighbour_key, neighbour_positions
 from services.query.links import passage_link
-from services.query.outcome import ContextMode, Locator, Passage, SearchIn, SearchMode, SearchOutcome
+from services.query.outcome import ContextMode, Passage, SearchIn, SearchMode, SearchOutcome
 from services.query.ranking import (
     CANDIDATE_POOL,
     PREFETCH,
@@ -516,7 +517,7 @@ def passage_from_payload(chunk_id: str, score: float, payload: dict[str, Any], m
         book_title=book.title,
         author=book.author,
         section_name=chunk.chapter_title,
-        locator=Locator(
+        locator=ChunkLocator(
             chapter_title=chunk.chapter_title,
             chapter_index=chunk.chapter_index,
             position=chunk.position,

@@ -20,7 +20,7 @@ from alexandria.grpc_server import ServiceServer, build_server
 from alexandria.settings import QuerySettings
 from alexandria.store import Store, open_store
 from alexandria.store.records import CollectionModel
-from alexandria.v1 import common_pb2, embedder_pb2, query_pb2, query_pb2_grpc
+from alexandria.v1 import embedder_pb2, query_pb2, query_pb2_grpc
 from services.query.budget import json_size
 from services.query.guardians import Guardian, PromptLibrary, ResponseInstruction
 from services.query.outcome import ContextMode, SearchIn, SearchMode, SearchOutcome
@@ -133,14 +133,7 @@ def search_response(outcome: SearchOutcome, instruction: ResponseInstruction) ->
             section_name=p.section_name,
             text=p.text,
             chunk_id=p.chunk_id,
-            locator=common_pb2.Locator(
-                chapter_title=p.locator.chapter_title,
-                chapter_index=p.locator.chapter_index,
-                position=p.locator.position,
-                page_start=p.locator.page_start,
-                page_end=p.locator.page_end,
-                text_source=p.locator.text_source,
-            ),
+            locator=p.locator.to_proto(),
             file_path=p.file_path,
             book_key=p.book_key,
             language=p.language,
