@@ -7,7 +7,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 import pytest
 
-from alexandria.settings import QuerySettings
+from alexandria.settings import QuerySettings, settings_problems
 from alexandria.store import schema as f
 from alexandria.store.records import BookRecord, ChunkRecord
 from services.query.links import passage_link
@@ -70,5 +70,8 @@ def test_link_paths_take_the_deepest_folder_and_windows_paths_and_refuse_relativ
     epub = _chunk("/data/library/A/B (3)/B.epub", "EPUB", 3)
     assert passage_link(epub, link_paths) == f"calibre://view-book/_hex_-{b'Calibre_Library'.hex()}/3/EPUB"
     monkeypatch.setenv("LINK_PATHS", '{"/library": "~/Calibre Library"}')
-    with pytest.raises(ValueError, match="LINK_PATHS maps '/library' to '~/Calibre Library': both must be absolute"):
+    with pytest.raises(ValueError, match=r"both paths absolute \('/library' -> '~/Calibre Library'\)"):
         QuerySettings()
+    assert settings_problems() == ["LINK_PATHS='{\"/library\": \"~/Calibre Library\"}': should be both paths absolute "
+                                   "('/library' -> '~/Calibre Library'), the second as the machine that opens the "
+                                   "links writes it: /home/me/... or C:\\..."]
