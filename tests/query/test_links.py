@@ -72,6 +72,6 @@ def test_link_paths_take_the_deepest_folder_and_windows_paths_and_refuse_relativ
     monkeypatch.setenv("LINK_PATHS", '{"/library": "~/Calibre Library"}')
     with pytest.raises(ValueError, match=r"both paths absolute \('/library' -> '~/Calibre Library'\)"):
         QuerySettings()
-    assert settings_problems() == ["LINK_PATHS='{\"/library\": \"~/Calibre Library\"}': should be both paths absolute "
+    assert settings_problems() == [("LINK_PATHS='{\"/library\": \"~/Calibre Library\"}': should be both paths absolute "
                                    "('/library' -> '~/Calibre Library'), the second as the machine that opens the "
-                                   "links writes it: /home/me/... or C:\\..."]
+                                   "links writes it: /home/me/... or C:\\...")]
