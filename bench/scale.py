@@ -92,7 +92,8 @@ from alexandria.settings import ClientSettings, StoreSettings
 from alexandria.store import DENSE, WINDOWS, Store, StoredPoint, open_store
 from alexandria.store import schema as f
 from alexandria.store.common import disk_usage
-from alexandria.store.embedded import EmbeddedStore, shard_segments
+from alexandria.store.embedded import EmbeddedStore
+from alexandria.store.embedded.shard_files import shard_segments
 from alexandria.store.factory import compact
 from alexandria.store.lexical import encode_query
 from alexandria.store.model import SPARSE

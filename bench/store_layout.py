@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT))
 import numpy as np
 
 from alexandria.settings import StoreSettings
-from alexandria.store import StoredPoint, embedded, lexical
-from alexandria.store.embedded import EmbeddedStore
+from alexandria.store import StoredPoint, lexical
+from alexandria.store.embedded import EmbeddedStore, tuning
 from alexandria.store.model import CollectionLayout
 
 LAYOUTS = (("none", 2.0), ("int8", 1.0), ("int8", 2.0), ("binary", 2.0), ("binary", 4.0))
@@ -54,7 +54,7 @@ def main() -> None:
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     exact = {depth: [{ids[i] for i in np.argsort(-(dense @ q))[:depth]} for q in queries] for depth in DEPTHS}
 
-    embedded._INDEXING_THRESHOLD_KB = 1
+    tuning.INDEXING_THRESHOLD_KB = 1
     shutil.rmtree(args.scratch, ignore_errors=True)
     rows = []
     print(f"{len(ids)} points of {args.collection}, {args.queries} window vectors as queries")

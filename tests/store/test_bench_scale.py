@@ -15,7 +15,7 @@ from bench_modules import load_bench_module
 
 from alexandria.store import Filter, StoredPoint, lexical, open_store
 from alexandria.store import schema as f
-from alexandria.store.embedded import shard_segments
+from alexandria.store.embedded.shard_files import shard_segments
 from store.synthetic import COLLECTION, DIMENSION, METADATA, PASSAGES, axis, settings_for, stored_point
 
 COPIES = 4
