@@ -29,7 +29,7 @@ def _imported(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
     """The project modules `module` imports anywhere in it (functions' own imports too); `from a import b` names
     the module a.b when there is one, else a."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    found = set()
+    found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
