@@ -199,7 +199,7 @@ class StoreSettings(DataDirSettings):
         ge=MIN_SEGMENT_MB)
     embedded_merged_segment_mb: int = fixed(
         MERGED_SEGMENT_MB, "Past 8 segments, the smallest are merged into one of up to this many MB in a child "
-        "process while the stack serves (alexandria/store/merging.py); 0: never.", ge=0)
+        "process while the stack serves (alexandria/store/embedded/background_merges.py); 0: never.", ge=0)
     qdrant_quantization_oversampling: float = fixed(
         2.0, "Candidates from the quantised vectors per result, rescored with the originals.", ge=1.0, le=16.0)
     qdrant_on_disk: bool = fixed(True, "Original vectors and payloads read through mmap, not held in RAM.")

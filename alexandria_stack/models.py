@@ -83,7 +83,7 @@ def embedded_collection_models(store: StoreSettings) -> dict[str, str]:
     if store.backend != "embedded":
         return found
     root = Path(store.embedded_path)
-    try:  # a rebuilt collection answers under the name of the one it replaced (store/embedded.py)
+    try:  # a rebuilt collection answers under the name of the one it replaced (store/embedded/sidecars.py)
         named = {target: name for name, target in json.loads((root / "aliases.json").read_text()).items()}
     except (OSError, ValueError, AttributeError):
         named = {}

@@ -27,7 +27,7 @@ from services.ingest.writer import lexical_vector
 VECTOR_NOISE = 0.02
 UPSERT_BATCH = 1000
 # Copies written between two optimize() calls: indexing as the collection grows keeps each optimize short
-# (alexandria/store/embedded.py).
+# (alexandria/store/embedded/tuning.py).
 COPIES_PER_ROUND = 10
 COPY_NAMESPACE = uuid.UUID("0d9b1f40-5a6f-4f0e-9d61-7a3c2b8e4c11")
 SEED = 7

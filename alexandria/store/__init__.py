@@ -1,8 +1,8 @@
 """The store adapter: the only code that talks to Qdrant.
 
 `open_store(settings)` returns a `Store` over one of two real backends with the
-same behaviour, kept honest by tests/store/test_store_contract.py, except for the differences by
-design that differences.py lists with their reasons:
+same behaviour, kept honest by tests/store/test_store_contract.py (server.py says where local mode differs
+by design):
 - embedded (default): Qdrant's engine in process (qdrant-edge-py), one shard per collection
   under `$ALEXANDRIA_DATA_DIR/store/<collection>`; one process may open it.
 - server: qdrant-client against a Qdrant server (or qdrant-client's local mode).

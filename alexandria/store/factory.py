@@ -90,7 +90,8 @@ def compact(settings: StoreSettings, max_segment_mb: int, report: Callable[[str]
     QDRANT_ON_DISK). Its dense searches visit more candidates in its larger segments (EmbeddedStore.dense_search).
     """
     check_compactable(settings, max_segment_mb)
-    from alexandria.store.embedded import EmbeddedStore, shard_segment_bytes, shard_segments
+    from alexandria.store.embedded import EmbeddedStore
+    from alexandria.store.embedded.shard_files import shard_segment_bytes, shard_segments
 
     store = open_store(settings.model_copy(update={"embedded_max_segment_mb": max_segment_mb,
                                                    "embedded_merged_segment_mb": 0}))

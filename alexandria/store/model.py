@@ -94,7 +94,7 @@ class Filter:
     `must_not` excludes points whose key equals its value (a list value: any of them).
     `text` matches words inside a text field (schema.TEXT_INDEXES): every word of the value
     must be a whole word of the field, case-insensitively, so {"author": "austen"} matches
-    "Jane Austen" (accents are folded too, except in qdrant-client's local mode: differences.ACCENT_FOLDING).
+    "Jane Austen" (accents are folded too, except in qdrant-client's local mode, whose text match ignores folding).
     Values are str, int or bool; list values hold str or int. `ids`, when given, keeps only the points with
     these ids.
     """
@@ -269,7 +269,8 @@ class Store(Protocol):
     def replace_collection(self, collection: str, replacement: str) -> None:
         """Make `collection` name the collection `replacement` at once (as an alias), then drop the
         collection it named before with its points: a caller sees the old one or the new one, never
-        neither (except as differences.FIRST_SWAP says). NotFound when `replacement` does not exist."""
+        neither (except at the first swap on a Qdrant server: ServerStore.replace_collection). NotFound when
+        `replacement` does not exist."""
 
     def delete_collection(self, collection: str) -> bool:
         """Drop the collection of this own name (never through an alias) with its points and any alias

@@ -10,14 +10,16 @@ New collections are laid out as the settings say (model.CollectionLayout: quanti
 payloads on disk, HNSW, set per vector so that local mode records them too), and spread over a cluster
 with the shard, replication and write-consistency settings and the WAL's segment size when those are set.
 
-Local mode (`QDRANT_LOCAL_PATH`) differs by design as differences.py lists: no payload
-indexes (none are requested there), no accent folding in text filters, and its folder is
-locked like the embedded store's, so a second opener fails.
+Local mode (`QDRANT_LOCAL_PATH`) differs by design: it is qdrant-client's pure-Python engine, so it builds no
+payload indexes (none are requested there), no quantised copies and no write-ahead log, searches every vector
+exactly, does not fold accents in text filters, and never optimises; its folder is locked like the embedded
+store's, so a second opener fails.
 
 A reindex swaps collections with Qdrant's own aliases: every call given an alias reaches the
 collection it names, on the server (and in local mode) itself; `replace_collection` moves the alias in
 one `update_collection_aliases` call. Qdrant lets no alias take the name of a collection, so the first
-swap of a collection made under the user's name deletes it first (differences.FIRST_SWAP).
+swap of a collection made under the user's name deletes it first: between the two calls a search finds no
+collection, and a create of the name in this process waits for the alias (`replace_collection`).
 
 Needs Qdrant 1.16 or later (collection metadata, ASCII folding); docker-compose.yml pins
 one. qdrant-client's own version check is off: it runs on a thread and only warns, and
@@ -50,19 +52,15 @@ from alexandria.errors import (
     ResourceExhausted,
     Unavailable,
 )
-from alexandria.settings import StoreSettings, VectorQuantization
-from alexandria.store import schema
+from alexandria.settings import StoreSettings
 from alexandria.store.common import (
     check_dimension,
     collection_not_found,
-    dense_from,
     dense_list,
     dense_query,
     disk_usage,
-    multivector_list,
     store_closed,
     vector_selector,
-    windows_from,
 )
 from alexandria.store.model import (
     DENSE,
@@ -82,19 +80,18 @@ from alexandria.store.model import (
     check_collection_name,
     check_facet_key,
 )
+from alexandria.store.server_conversions import (
+    QUANTIZATION,
+    cluster_and_wal_options,
+    payload_indexes,
+    quantization_of,
+    to_point_struct,
+    to_qdrant_filter,
+    to_qdrant_sparse,
+    to_record,
+)
 
 log = logging.getLogger(__name__)
-
-# always_ram: the quantised copies stay in RAM, where the search over all of them runs; the 0.99 quantile
-# bounds the int8 range, so a few outlying components do not coarsen all the others.
-_QUANTIZATION: dict[VectorQuantization, models.QuantizationConfig | None] = {
-    "none": None,
-    "int8": models.ScalarQuantization(
-        scalar=models.ScalarQuantizationConfig(type=models.ScalarType.INT8, quantile=0.99, always_ram=True)
-    ),
-    "binary": models.BinaryQuantization(binary=models.BinaryQuantizationConfig(always_ram=True)),
-}
-
 
 class ServerStore(Store):
     """`Store` over qdrant-client: a remote Qdrant, or local mode in a folder."""
@@ -128,7 +125,7 @@ class ServerStore(Store):
         self._local_path = local_path
         # Rescoring asked for on every dense search but a hybrid query's prefetch (HYBRID_PREFETCH_RESCORES): a
         # collection keeps the quantisation it was made with, whatever this process's settings, and an unquantised
-        # one ignores it. Local mode searches every vector exactly and warns about search parameters (differences.LAYOUT).
+        # one ignores it. Local mode searches every vector exactly and warns about search parameters.
         self._dense_search = self._search_params(rescore=True) if builds_indexes else None
         self._hybrid_prefetch_search = self._search_params(HYBRID_PREFETCH_RESCORES) if builds_indexes else None
         self._known_collections: set[str] = set()
@@ -147,7 +144,7 @@ class ServerStore(Store):
         """A client for the configured server (QDRANT_URL) or qdrant-client's local mode (tests)."""
         api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
         layout = CollectionLayout.of(settings)
-        options = _collection_options(settings)
+        options = cluster_and_wal_options(settings)
         if settings.qdrant_local_path is not None:
             location = f"qdrant-client local mode at {settings.qdrant_local_path}"
             try:
@@ -199,7 +196,7 @@ class ServerStore(Store):
             # A collection made before an index was added to schema.py gets it; the indexes it has stay as they were made.
             with self._errors(collection):
                 indexed = self._client.get_collection(collection).payload_schema
-                for field_name, index in _payload_indexes(self._layout.on_disk):
+                for field_name, index in payload_indexes(self._layout.on_disk):
                     if field_name not in indexed:
                         self._client.create_payload_index(collection, field_name, index, wait=True)
         self._known_collections.add(collection)
@@ -213,7 +210,7 @@ class ServerStore(Store):
             config = self._client.get_collection(target).config
         vectors = config.params.vectors
         dense = vectors.get(DENSE) if isinstance(vectors, dict) else None
-        quantization = _quantization_of((dense.quantization_config if dense else None) or config.quantization_config)
+        quantization = quantization_of((dense.quantization_config if dense else None) or config.quantization_config)
         if self._local_path is None:
             return CollectionStorage(quantization, disk_bytes=None, wal_bytes=None)
         # Local mode keeps a collection in one SQLite file and no write-ahead log of its own.
@@ -271,19 +268,19 @@ class ServerStore(Store):
         if not points:
             return
         with self._errors(self._require(collection)):
-            self._client.upsert(collection, [_to_point_struct(p) for p in points], wait=True, ordering=self._ordering)
+            self._client.upsert(collection, [to_point_struct(p) for p in points], wait=True, ordering=self._ordering)
 
     def set_payload(self, collection: str, where: Filter, payload: dict[str, Any]) -> None:
         """Merge `payload` into every point matching `where`."""
         with self._errors(self._require(collection)):
             self._client.set_payload(
-                collection, payload, points=models.FilterSelector(filter=_to_qdrant_filter(where)), wait=True,
+                collection, payload, points=models.FilterSelector(filter=to_qdrant_filter(where)), wait=True,
                 ordering=self._ordering,
             )
 
     def delete(self, collection: str, where: Filter) -> int:
         """Delete matching points; return how many there were."""
-        condition = _to_qdrant_filter(where)
+        condition = to_qdrant_filter(where)
         with self._errors(self._require(collection)):
             matching = self._client.count(collection, count_filter=condition, exact=True).count
             if matching:
@@ -299,7 +296,7 @@ class ServerStore(Store):
     def count(self, collection: str, where: Filter | None = None) -> int:
         """Exact number of points matching `where` (all points when None)."""
         with self._errors(self._require(collection)):
-            return self._client.count(collection, count_filter=_to_qdrant_filter(where), exact=True).count
+            return self._client.count(collection, count_filter=to_qdrant_filter(where), exact=True).count
 
     def scroll(
         self, collection: str, where: Filter | None, limit: int, with_vectors: bool = False
@@ -308,12 +305,12 @@ class ServerStore(Store):
         with self._errors(self._require(collection)):
             records, _next_offset = self._client.scroll(
                 collection,
-                scroll_filter=_to_qdrant_filter(where),
+                scroll_filter=to_qdrant_filter(where),
                 limit=limit,
                 with_payload=True,
                 with_vectors=vector_selector(with_vectors),
             )
-        return [_to_record(r) for r in records]
+        return [to_record(r) for r in records]
 
     def retrieve(self, collection: str, ids: list[str], with_vectors: bool = False) -> list[PointRecord]:
         """The points with these ids, in the order of `ids`; ids not in the store are left out."""
@@ -323,7 +320,7 @@ class ServerStore(Store):
             records = self._client.retrieve(
                 collection, ids, with_payload=True, with_vectors=vector_selector(with_vectors)
             )
-        by_id = {str(r.id): _to_record(r) for r in records}
+        by_id = {str(r.id): to_record(r) for r in records}
         return [by_id[i] for i in ids if i in by_id]
 
     def facet_counts(
@@ -334,7 +331,7 @@ class ServerStore(Store):
             response = self._client.facet(
                 collection,
                 check_facet_key(key),
-                facet_filter=_to_qdrant_filter(where),
+                facet_filter=to_qdrant_filter(where),
                 limit=limit,
                 exact=True,
             )
@@ -353,7 +350,7 @@ class ServerStore(Store):
         self, collection: str, vector: SparseVector, where: Filter | None, limit: int, with_payload: bool = True
     ) -> list[Hit]:
         """Best points by lexical (BM25 with the collection's IDF) score; none for an empty vector."""
-        return self._query(collection, where, limit, with_payload, query=_to_qdrant_sparse(vector), using=SPARSE)
+        return self._query(collection, where, limit, with_payload, query=to_qdrant_sparse(vector), using=SPARSE)
 
     def query_hybrid(
         self,
@@ -369,7 +366,7 @@ class ServerStore(Store):
         prefetch = [
             models.Prefetch(query=dense_list(dense), using=DENSE, limit=prefetch_limit,
                             params=self._hybrid_prefetch_search),
-            models.Prefetch(query=_to_qdrant_sparse(sparse), using=SPARSE, limit=prefetch_limit),
+            models.Prefetch(query=to_qdrant_sparse(sparse), using=SPARSE, limit=prefetch_limit),
         ]
         return self._query(
             collection, where, limit, with_payload, query=models.FusionQuery(fusion=models.Fusion.RRF),
@@ -382,10 +379,10 @@ class ServerStore(Store):
         """Each query's score of each point's vector, in one request (see the protocol)."""
         if not ids:
             return [{} for _ in queries]
-        only = _to_qdrant_filter(dataclasses.replace(where or Filter(), ids=tuple(ids)))
+        only = to_qdrant_filter(dataclasses.replace(where or Filter(), ids=tuple(ids)))
         requests = []
         for vector, using in queries:
-            query = _to_qdrant_sparse(vector) if isinstance(vector, SparseVector) else dense_query(vector, using)
+            query = to_qdrant_sparse(vector) if isinstance(vector, SparseVector) else dense_query(vector, using)
             requests.append(models.QueryRequest(
                 query=query, using=using, filter=only, limit=len(ids), with_payload=False, with_vector=False,
                 params=self._dense_search if using == DENSE else None,
@@ -406,7 +403,7 @@ class ServerStore(Store):
         with self._errors(self._require(collection)):
             response = self._client.query_points(
                 collection,
-                query_filter=_to_qdrant_filter(where),
+                query_filter=to_qdrant_filter(where),
                 limit=limit,
                 with_payload=with_payload,
                 with_vectors=False,
@@ -428,7 +425,7 @@ class ServerStore(Store):
                             size=dimension,
                             distance=models.Distance.COSINE,
                             on_disk=originals,
-                            quantization_config=_QUANTIZATION[layout.quantization],
+                            quantization_config=QUANTIZATION[layout.quantization],
                             hnsw_config=models.HnswConfigDiff(m=layout.hnsw_m, ef_construct=layout.hnsw_ef_construct),
                         ),
                         # Read back with hits to score them, never searched: no index to build; half
@@ -530,80 +527,3 @@ def _error_detail(exc: UnexpectedResponse) -> str:
         return str(exc.structured()["status"]["error"])
     except (ValueError, KeyError, TypeError):
         return exc.reason_phrase or "no reason given"
-
-
-def _collection_options(settings: StoreSettings) -> dict[str, Any]:
-    """The create_collection arguments a server takes beyond the layout (a cluster's, the WAL's): those set."""
-    options: dict[str, Any] = {
-        "shard_number": settings.qdrant_shard_number,
-        "replication_factor": settings.qdrant_replication_factor,
-        "write_consistency_factor": settings.qdrant_write_consistency_factor,
-    }
-    if settings.qdrant_wal_capacity_mb is not None:
-        options["wal_config"] = models.WalConfigDiff(wal_capacity_mb=settings.qdrant_wal_capacity_mb)
-    return {name: value for name, value in options.items() if value is not None}
-
-
-def _quantization_of(config: models.QuantizationConfig | None) -> str:
-    """The quantisation word of a collection's config (product: one Alexandria never makes, but a server may hold)."""
-    if config is None:
-        return "none"
-    if isinstance(config, models.ScalarQuantization):
-        return "int8"
-    return "binary" if isinstance(config, models.BinaryQuantization) else "product"
-
-
-def _payload_indexes(on_disk: bool) -> list[tuple[str, models.PayloadSchemaParams]]:
-    """Each indexed field and its index, as the embedded store makes them (embedded._payload_indexes says why)."""
-    def on_disk_for(name: str) -> bool:
-        return on_disk and name not in schema.EVERY_SEARCH_FILTERS
-
-    return [
-        *((name, models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, on_disk=on_disk_for(name)))
-          for name in schema.KEYWORD_INDEXES),
-        *((name, models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=True, range=True,
-                                           on_disk=on_disk_for(name))) for name in schema.INTEGER_INDEXES),
-        *((name, models.BoolIndexParams(type=models.BoolIndexType.BOOL, on_disk=on_disk_for(name)))
-          for name in schema.BOOL_INDEXES),
-        *((name, models.TextIndexParams(type=models.TextIndexType.TEXT, tokenizer=models.TokenizerType.WORD,
-                                        lowercase=True, ascii_folding=True, on_disk=on_disk_for(name)))
-          for name in schema.TEXT_INDEXES),
-    ]
-
-
-def _to_qdrant_filter(where: Filter | None) -> models.Filter | None:
-    """The one translation of a model Filter into qdrant-client conditions."""
-    if where is None:
-        return None
-    must: list[models.Condition] = [_condition(key, value) for key, value in where.must.items()]
-    must += [
-        models.FieldCondition(key=key, match=models.MatchText(text=words))
-        for key, words in where.text.items()
-    ]
-    if where.ids:
-        must.append(models.HasIdCondition(has_id=list(where.ids)))
-    must_not: list[models.Condition] = [_condition(key, value) for key, value in where.must_not.items()]
-    return models.Filter(must=must or None, must_not=must_not or None)  # no conditions: every point
-
-
-def _condition(key: str, value: Any) -> models.FieldCondition:
-    match = models.MatchAny(any=value) if isinstance(value, list) else models.MatchValue(value=value)
-    return models.FieldCondition(key=key, match=match)
-
-
-def _to_point_struct(point: StoredPoint) -> models.PointStruct:
-    vectors: dict[str, Any] = {DENSE: dense_list(point.dense)}
-    if point.sparse is not None:
-        vectors[SPARSE] = _to_qdrant_sparse(point.sparse)
-    if point.windows is not None:
-        vectors[WINDOWS] = multivector_list(point.windows)
-    return models.PointStruct(id=point.id, vector=vectors, payload=point.payload)
-
-
-def _to_qdrant_sparse(vector: SparseVector) -> models.SparseVector:
-    return models.SparseVector(indices=vector.indices, values=vector.values)
-
-
-def _to_record(record: models.Record) -> PointRecord:
-    return PointRecord(id=str(record.id), payload=record.payload or {}, dense=dense_from(record.vector),
-                       windows=windows_from(record.vector))

@@ -74,7 +74,8 @@ import numpy as np
 
 from alexandria.settings import StoreSettings
 from alexandria.store import open_store
-from alexandria.store.embedded import EmbeddedStore, shard_segments
+from alexandria.store.embedded import EmbeddedStore
+from alexandria.store.embedded.shard_files import shard_segments
 from bench.common import (
     DEFAULT_CORPUS,
     ROOT,

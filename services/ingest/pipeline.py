@@ -62,7 +62,7 @@ log = logging.getLogger(__name__)
 EMBED_SLICE = 1024
 BYTES_PER_MB = 1024 * 1024
 # A write may wait for the embedded store's background merge of the collection's segments (minutes on a large
-# library, once more than EMBEDDED_MAX_SEGMENT_MB of vectors were written during it: alexandria/store/merging.py).
+# library, once more than EMBEDDED_MAX_SEGMENT_MB of vectors were written during it: alexandria/store/embedded/background_merges.py).
 # Saying so this often keeps the caller's progress moving meanwhile.
 WAITING_NOTE_S = 10.0
 

@@ -97,7 +97,7 @@ def resume_or_start(saved: ReindexState | None, collection: str, source: str, mo
             return Resumption(saved, resumed=True, drop=(saved.source,), swapped=True)
         if saved.source == source and saved.model == model:
             # A server store's first swap drops the collection of the user's name before the alias takes the name
-            # (differences.FIRST_SWAP): killed between the two, the rebuilt collection is whole and nameless.
+            # (ServerStore.replace_collection): killed between the two, the rebuilt collection is whole and nameless.
             return Resumption(saved, resumed=True, swap_left=not source_exists and source == collection)
         return Resumption(ReindexState.start(collection, source, model), resumed=False, drop=(saved.target,))
     return Resumption(ReindexState.start(collection, source, model), resumed=False)

@@ -342,8 +342,8 @@ async def test_a_book_written_while_the_store_holds_its_collection_says_it_waits
                                                                  options=options()))
     store = service.store.store  # behind the recording
     assert isinstance(store, EmbeddedStore)
-    # What a background merge of the collection holds while it stages or swaps segments (alexandria/store/merging.py).
-    merge_holds = store._write_lock(COLLECTION)
+    # What a background merge of the collection holds while it stages or swaps segments (alexandria/store/embedded/background_merges.py).
+    merge_holds = store.write_lock(COLLECTION)
     merge_holds.acquire()
     asyncio.get_running_loop().call_later(1.0, merge_holds.release)
     service.progress.clear()

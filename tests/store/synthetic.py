@@ -15,7 +15,6 @@ import numpy as np
 from alexandria.settings import StoreSettings
 from alexandria.store import StoredPoint, lexical
 from alexandria.store import schema as f
-from alexandria.store.differences import Engine
 
 DIMENSION = 8
 COLLECTION = "library"
@@ -32,9 +31,10 @@ def settings_for(backend: str, folder: Path) -> StoreSettings:
     return StoreSettings(qdrant_local_path=folder / "qdrant-local", qdrant_url=None)
 
 
-def engine_of(backend: str) -> Engine:
-    """The engine `settings_for(backend, ...)` runs on: the server backend runs in local mode here."""
-    return Engine.EMBEDDED if backend == "embedded" else Engine.LOCAL
+def runs_in_local_mode(backend: str) -> bool:
+    """Whether `settings_for(backend, ...)` runs on qdrant-client's local mode (the server backend does here): its
+    pure-Python engine keeps no index and no quantised copies, and its text match does not fold accents."""
+    return backend != "embedded"
 
 
 def axis(index: int, tilt: int | None = None) -> np.ndarray:

@@ -14,7 +14,7 @@ import pytest
 
 from alexandria.store import Filter, StoredPoint, lexical, open_store
 from alexandria.store import schema as f
-from alexandria.store.embedded import shard_segments
+from alexandria.store.embedded.shard_files import shard_segments
 from bench import replica
 from bench.common import Latency
 from bench.scale import collection, figures

@@ -14,13 +14,13 @@ from waiting import wait_until_blocking
 
 from alexandria.errors import FailedPrecondition, NotFound, Unavailable
 from alexandria.settings import available_cpus
-from alexandria.store import Filter, StoredPoint, factory, lexical, merging, open_store
-from alexandria.store import embedded as embedded_module
+from alexandria.store import Filter, StoredPoint, factory, lexical, open_store
 from alexandria.store import schema as f
-from alexandria.store.embedded import EmbeddedStore, shard_segments
+from alexandria.store.embedded import EmbeddedStore, tuning
+from alexandria.store.embedded.readahead import WINDOWS_STORAGE
+from alexandria.store.embedded.shard_files import segments_of, shard_segments
 from alexandria.store.factory import compact, reporting_progress
 from alexandria.store.model import CollectionLayout, DenseSearch
-from alexandria.store.readahead import WINDOWS_STORAGE
 from alexandria.store.records import complete_books, complete_books_by_language
 from store.synthetic import (
     BOOK_SIZES,
@@ -69,7 +69,7 @@ def test_a_closed_store_answers_unavailable(embedded: EmbeddedStore) -> None:
 
 def test_optimize_on_a_thread_beside_queries_and_writes(embedded: EmbeddedStore) -> None:
     # qdrant-edge holds the GIL while it optimises, so the threads take turns rather than
-    # overlap (see the module docstring of alexandria.store.embedded); what must hold is
+    # overlap (alexandria/store/embedded/tuning.py); what must hold is
     # that every call from either thread completes, and correctly.
     optimized = threading.Event()
     answers: list[list[str]] = []
@@ -163,7 +163,7 @@ def test_optimize_after_each_book_keeps_the_write_ahead_log_within_two_segments(
 def _written_in_small_segments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, books: int) -> None:
     """A collection of `books` books of 60 points, each book indexed into a segment of its own (segments
     capped at 2 KB of vectors, indexed from 1 KB): a large library's many segments, in miniature."""
-    monkeypatch.setattr(embedded_module, "_INDEXING_THRESHOLD_KB", 1)
+    monkeypatch.setattr(tuning, "INDEXING_THRESHOLD_KB", 1)
     settings = settings_for("embedded", tmp_path)
     store = EmbeddedStore.open(settings.embedded_path, 2, CollectionLayout(), max_segment_kb=2, merged_segment_kb=0)
     try:
@@ -214,7 +214,7 @@ def test_compact_merges_a_collections_segments_and_later_merges_keep_them(
     _written_in_small_segments(tmp_path, monkeypatch, books=10)
     settings = settings_for("embedded", tmp_path).model_copy(update={"qdrant_collection": COLLECTION})
     assert shard_segments(settings.embedded_path / COLLECTION) > 8
-    monkeypatch.setattr(embedded_module, "_LARGE_SEGMENT_BYTES", 1)  # every merged segment counts as large
+    monkeypatch.setattr(tuning, "LARGE_SEGMENT_BYTES", 1)  # every merged segment counts as large
 
     said: list[str] = []
     compaction = compact(settings, max_segment_mb=10, report=said.append)
@@ -225,8 +225,8 @@ def test_compact_merges_a_collections_segments_and_later_merges_keep_them(
     assert compaction.hnsw_ef == 4 * settings.qdrant_hnsw_ef  # as deep as it goes
     assert compaction.segments_before > 8 >= compaction.segments_after
     assert shard_segments(settings.embedded_path / COLLECTION) == compaction.segments_after
-    largest = max(s.vector_bytes for s in merging.segments_of(settings.embedded_path / COLLECTION) if s.sealed)
-    monkeypatch.setattr(embedded_module, "_LARGE_SEGMENT_BYTES", largest // 2)
+    largest = max(s.vector_bytes for s in segments_of(settings.embedded_path / COLLECTION) if s.sealed)
+    monkeypatch.setattr(tuning, "LARGE_SEGMENT_BYTES", largest // 2)
     # The stack's next open, with its own small cap, searches the merged segments and splits none.
     store = EmbeddedStore.open(settings.embedded_path, 2, CollectionLayout(), max_segment_kb=2, merged_segment_kb=0)
     try:
@@ -241,7 +241,7 @@ def test_compact_merges_a_collections_segments_and_later_merges_keep_them(
             f"dense searches visit {2 * settings.qdrant_hnsw_ef} candidates a segment, and a semantic search rescores 2x its results (its "
             "largest segment holds 0 MB of vectors;")
         # A hybrid query's dense half, whose candidates are only ranked for the fusion, goes half as deep at most.
-        monkeypatch.setattr(embedded_module, "_LARGE_SEGMENT_BYTES", largest // 8)
+        monkeypatch.setattr(tuning, "LARGE_SEGMENT_BYTES", largest // 8)
         ef = settings.qdrant_hnsw_ef
         assert store.dense_search(COLLECTION).hnsw_ef == 4 * ef
         recording = store._shards[COLLECTION] = _RecordingQueries(store._shards[COLLECTION])  # type: ignore[assignment]

@@ -13,13 +13,12 @@ import pytest
 from pydantic import ValidationError
 from qdrant_client import QdrantClient, models
 
-import alexandria.store.embedded as embedded_module
 import alexandria.store.server as server_module
 from alexandria.errors import FailedPrecondition
 from alexandria.settings import StoreSettings
 from alexandria.store import DENSE, WINDOWS, Store, StoredPoint, lexical, open_store
 from alexandria.store.common import disk_usage
-from alexandria.store.differences import LAYOUT
+from alexandria.store.embedded import tuning
 from alexandria.store.model import SPARSE, CollectionLayout
 from store.synthetic import (
     COLLECTION,
@@ -27,8 +26,8 @@ from store.synthetic import (
     METADATA,
     PASSAGES,
     axis,
-    engine_of,
     point_id,
+    runs_in_local_mode,
     settings_for,
     stored_point,
 )
@@ -48,7 +47,7 @@ def laid_out(backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> I
     The embedded engine indexes (and so quantises) a segment only past its indexing threshold: lowered here
     to none, so that optimize() turns these few points into a quantised segment, as it would a library.
     """
-    monkeypatch.setattr(embedded_module, "_INDEXING_THRESHOLD_KB", 0)
+    monkeypatch.setattr(tuning, "INDEXING_THRESHOLD_KB", 0)
     opened = open_store(settings_for(backend, tmp_path).model_copy(update=LAYOUT_SETTINGS))
     opened.ensure_collection(COLLECTION, DIMENSION, METADATA)
     opened.upsert(COLLECTION, [stored_point(p) for p in PASSAGES])
@@ -81,7 +80,7 @@ def test_by_default_collections_keep_an_int8_copy_in_ram_and_their_originals_on_
 def test_quantised_vectors_are_searched_with_the_scores_of_the_originals(backend: str, laid_out: Store,
                                                                           tmp_path: Path) -> None:
     assert laid_out.collection_storage(COLLECTION).quantization == "binary"
-    if not LAYOUT.applies_to(engine_of(backend)):
+    if not runs_in_local_mode(backend):  # local mode searches every vector exactly
         assert list(tmp_path.rglob("quantized.meta.json")), "the engine built no quantised copy to search"
 
     query = axis(0, tilt=3)
@@ -140,7 +139,7 @@ def test_local_mode_records_the_layout_of_each_vector(tmp_path: Path) -> None:
 
 class RecordingClient(QdrantClient):
     """qdrant-client, local mode underneath, that keeps the arguments of each create_collection: local mode
-    ignores a cluster's and the WAL's (differences.LAYOUT), a server applies them."""
+    ignores a cluster's and the WAL's, a server applies them."""
 
     creates: ClassVar[list[dict[str, Any]]] = []
 

@@ -1,4 +1,4 @@
-"""The embedded store merges a collection past eight segments in a child process, while it answers (merging.py)."""
+"""The embedded store merges a collection past eight segments in a child process, while it answers (merge_steps.py)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import pytest
 from waiting import wait_until_blocking
 
 from alexandria.errors import FailedPrecondition
-from alexandria.store import Filter, StoredPoint, lexical, merging
-from alexandria.store import embedded as embedded_module
+from alexandria.store import Filter, StoredPoint, lexical
 from alexandria.store import schema as f
-from alexandria.store.embedded import EmbeddedStore
+from alexandria.store.embedded import EmbeddedStore, merge_steps, tuning
+from alexandria.store.embedded.shard_files import segments_of
 from alexandria.store.model import CollectionLayout
 from store.synthetic import COLLECTION, DIMENSION, METADATA, axis, settings_for
 
@@ -28,7 +28,7 @@ POINTS_A_BOOK = 60
 def each_book_its_own_segment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Segments indexed from 1 KB of vectors and merged in process up to 2 KB: each book of 60 points ends in a
     segment of its own, a large library's many segments in miniature."""
-    monkeypatch.setattr(embedded_module, "_INDEXING_THRESHOLD_KB", 1)
+    monkeypatch.setattr(tuning, "INDEXING_THRESHOLD_KB", 1)
 
 
 def _open(tmp_path: Path, merged_segment_kb: int) -> EmbeddedStore:
@@ -60,7 +60,7 @@ def _answers_each_book(store: EmbeddedStore, books: int) -> None:
 
 def _merge_child(store: EmbeddedStore) -> subprocess.Popen[bytes]:
     """The child of the background merge under way, once it is started."""
-    merge = store._merges[COLLECTION]
+    merge = store._merges._under_way[COLLECTION]
     wait_until_blocking(lambda: merge.process is not None or not merge.thread.is_alive(),
                         what="the background merge to start its child", timeout_s=60)
     assert merge.process is not None, "the background merge ended without starting a child"
@@ -115,7 +115,7 @@ def test_a_collection_grown_past_eight_segments_is_merged_in_a_child_while_it_an
         assert store.segment_count(COLLECTION) <= 8
         assert store.count(COLLECTION) == books * POINTS_A_BOOK
         _answers_each_book(store, books)
-        assert not (tmp_path / "store" / merging.MERGES_FOLDER / COLLECTION).exists()
+        assert not (tmp_path / "store" / merge_steps.MERGES_FOLDER / COLLECTION).exists()
     finally:
         writing.set()
         asker.join()
@@ -141,7 +141,7 @@ def test_closing_the_store_stops_a_merge_and_leaves_the_collection_as_it_was(tmp
     try:
         assert reopened.count(COLLECTION) == 11 * POINTS_A_BOOK
         _answers_each_book(reopened, 11)
-        assert not (root / merging.MERGES_FOLDER / COLLECTION).exists()
+        assert not (root / merge_steps.MERGES_FOLDER / COLLECTION).exists()
     finally:
         reopened.close()
 
@@ -151,12 +151,12 @@ def test_a_swap_a_crash_stopped_is_completed_when_the_store_opens(
 ) -> None:
     root = _grown_without_merges(tmp_path, books=10)
     shard = root / COLLECTION
-    before = len(merging.segments_of(shard))
-    chosen = merging.plan(shard, 8, merged_bytes=10**9)
+    before = len(segments_of(shard))
+    chosen = merge_steps.plan(shard, 8, merged_bytes=10**9)
     assert len(chosen) >= 2
-    work = root / merging.MERGES_FOLDER / COLLECTION
-    merging.stage(shard, chosen, work)
-    subprocess.run(merging.child_command(work, merged_kb=10**6, indexing_threshold_kb=1, search_threads=1), check=True)
+    work = root / merge_steps.MERGES_FOLDER / COLLECTION
+    merge_steps.stage(shard, chosen, work)
+    subprocess.run(merge_steps.child_command(work, merged_kb=10**6, indexing_threshold_kb=1, search_threads=1), check=True)
 
     def crash(*args: object, **kwargs: object) -> None:
         raise OSError("the machine stopped")
@@ -165,11 +165,11 @@ def test_a_swap_a_crash_stopped_is_completed_when_the_store_opens(
     # merged segment holds it still.
     removed = [_point_id(3, n) for n in range(POINTS_A_BOOK)]
     with monkeypatch.context() as crashing:
-        crashing.setattr(merging.shutil, "rmtree", crash)
+        crashing.setattr(merge_steps.shutil, "rmtree", crash)
         with pytest.raises(OSError, match="stopped"):
-            merging.swap_in(shard, work, chosen, removed)
+            merge_steps.swap_in(shard, work, chosen, removed)
     # The merged segment is in, beside the ones it replaces: each point twice on disk.
-    assert len(merging.segments_of(shard)) == before + 1
+    assert len(segments_of(shard)) == before + 1
 
     store = _open(tmp_path, merged_segment_kb=0)
     try:
@@ -186,16 +186,16 @@ def test_a_swap_that_fails_midway_is_completed_and_the_collection_answers_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _grown_without_merges(tmp_path, books=10)
-    rmtree = merging.shutil.rmtree
+    rmtree = merge_steps.shutil.rmtree
     failed: list[str] = []
 
     def fails_once_in_the_shard(path: str | Path, *args: object, **kwargs: object) -> None:
-        if merging.MERGES_FOLDER not in str(path) and not failed:
+        if merge_steps.MERGES_FOLDER not in str(path) and not failed:
             failed.append(str(path))
             raise OSError("the disk said no, once")
         rmtree(path, *args, **kwargs)
 
-    monkeypatch.setattr(merging.shutil, "rmtree", fails_once_in_the_shard)
+    monkeypatch.setattr(merge_steps.shutil, "rmtree", fails_once_in_the_shard)
     store = _open(tmp_path, merged_segment_kb=1000)
     try:
         _write_book(store, 10)  # its optimize starts a merge
@@ -216,7 +216,7 @@ def test_a_second_process_opening_the_store_leaves_the_owners_merge_alone(tmp_pa
     try:
         _write_book(store, 10)  # its optimize starts a merge
         child = _merge_child(store)
-        work = settings_for("embedded", tmp_path).embedded_path / merging.MERGES_FOLDER / COLLECTION
+        work = settings_for("embedded", tmp_path).embedded_path / merge_steps.MERGES_FOLDER / COLLECTION
         staged = sorted(path.name for path in (work / "segments").iterdir())
         with pytest.raises(FailedPrecondition, match="Another process holds the store at"):
             _open(tmp_path, merged_segment_kb=1000)
@@ -231,13 +231,13 @@ def test_a_second_process_opening_the_store_leaves_the_owners_merge_alone(tmp_pa
 
 def test_a_plan_takes_the_smallest_sealed_segments_that_fit_and_none_below_the_count(tmp_path: Path) -> None:
     shard = _grown_without_merges(tmp_path, books=10) / COLLECTION
-    segments = merging.segments_of(shard)
+    segments = segments_of(shard)
     sealed = sorted((s for s in segments if s.sealed), key=lambda s: s.vector_bytes)
-    assert merging.plan(shard, most_segments=len(segments), merged_bytes=10**9) == []
-    assert merging.plan(shard, 8, merged_bytes=10**9) == sealed
+    assert merge_steps.plan(shard, most_segments=len(segments), merged_bytes=10**9) == []
+    assert merge_steps.plan(shard, 8, merged_bytes=10**9) == sealed
     two = sealed[0].vector_bytes + sealed[1].vector_bytes
-    assert merging.plan(shard, 8, merged_bytes=two) == sealed[:2]
-    assert merging.plan(shard, 8, merged_bytes=sealed[0].vector_bytes) == []  # one alone is no merge
+    assert merge_steps.plan(shard, 8, merged_bytes=two) == sealed[:2]
+    assert merge_steps.plan(shard, 8, merged_bytes=sealed[0].vector_bytes) == []  # one alone is no merge
 
 
 def test_a_book_removed_during_a_merge_is_gone_at_once_and_stays_gone_after_the_swap(tmp_path: Path) -> None:
@@ -319,18 +319,18 @@ def test_a_merge_child_dies_with_the_process_that_started_it(tmp_path: Path) -> 
     owner = subprocess.Popen([sys.executable, "-c", f"""
 import sys, time
 sys.path[:0] = {sys.path!r}
-from alexandria.store import embedded
+from alexandria.store.embedded import tuning
 from test_merging import _open, _write_book
 from pathlib import Path
-embedded._INDEXING_THRESHOLD_KB = 1
+tuning.INDEXING_THRESHOLD_KB = 1
 store = _open(Path({str(tmp_path)!r}), merged_segment_kb=1000)
 _write_book(store, 10)
-merge = next(iter(store._merges.values()))
+merge = next(iter(store._merges._under_way.values()))
 while merge.process is None:
     time.sleep(0.01)
 pid = merge.process.pid
 # Past its start: the child asks to die with its parent before it maps the staged segments' files.
-while {merging.MERGES_FOLDER!r} not in Path(f"/proc/{{pid}}/maps").read_text():
+while {merge_steps.MERGES_FOLDER!r} not in Path(f"/proc/{{pid}}/maps").read_text():
     time.sleep(0.01)
 print(pid, flush=True)
 time.sleep(60)

@@ -1,4 +1,4 @@
-"""A Qdrant server's first swap of a collection made under the user's name (differences.FIRST_SWAP): the name is
+"""A Qdrant server's first swap of a collection made under the user's name (ServerStore.replace_collection): the name is
 briefly no collection's, and a create of it in this process must wait for the alias rather than take the name."""
 
 from __future__ import annotations

@@ -32,46 +32,26 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Collection
-from dataclasses import dataclass
+from collections.abc import Callable, Collection
 from pathlib import Path
+
+import qdrant_edge as edge
 
 from alexandria.lifetime import end_with_parent
 from alexandria.logs import configure_logging
-from alexandria.store.common import disk_usage, write_json_atomically
-from alexandria.store.model import DENSE, WINDOWS
+from alexandria.store.common import write_json_atomically
+from alexandria.store.embedded.conversions import to_edge_filter
+from alexandria.store.embedded.deletions import delete_matching
+from alexandria.store.embedded.shard_files import ENGINE_CONFIG, SEGMENTS, Segment, load_config, segments_of
+from alexandria.store.model import Filter
 
 log = logging.getLogger(__name__)
 
 # Beside the collections in the store's root: a leading dot is never a collection name.
 MERGES_FOLDER = ".merges"
 _JOURNAL = "swap.json"
-_SEGMENTS = "segments"
-# What the engine counts against its segment size caps: the dense vectors and the windows beside them.
-_SIZED_VECTORS = (DENSE, WINDOWS)
 # The child runs beside the queries on the same cores: it yields to them.
 _CHILD_NICENESS = 10
-
-
-@dataclass(frozen=True)
-class Segment:
-    path: Path
-    vector_bytes: int
-    sealed: bool  # indexed by the optimizer: no write lands in it, only deletions
-
-
-def segments_of(shard_path: Path) -> list[Segment]:
-    """The shard's segments, with the bytes of their vectors and whether they are sealed."""
-    found = []
-    for path in sorted((shard_path / _SEGMENTS).iterdir()):
-        if not path.is_dir():
-            continue
-        config = json.loads((path / "segment.json").read_text(encoding="utf-8"))["config"]
-        sealed = config["vector_data"][DENSE]["index"]["type"] == "hnsw"
-        # Blocks, not file sizes: the engine makes the windows' files 32 MB long, and fills them as it goes.
-        found.append(Segment(path, sum(disk_usage(path / f"vector_storage-{name}") for name in _SIZED_VECTORS),
-                             sealed))
-    return found
 
 
 def plan(shard_path: Path, most_segments: int, merged_bytes: int) -> list[Segment]:
@@ -93,11 +73,11 @@ def plan(shard_path: Path, most_segments: int, merged_bytes: int) -> list[Segmen
 def stage(shard_path: Path, segments: list[Segment], work: Path) -> None:
     """A shard in `work` made of hard links to `segments`' files and a copy of the engine's record of the shard."""
     shutil.rmtree(work, ignore_errors=True)
-    (work / _SEGMENTS).mkdir(parents=True)
+    (work / SEGMENTS).mkdir(parents=True)
     (work / "wal").mkdir()
-    shutil.copy2(shard_path / "edge_config.json", work / "edge_config.json")
+    shutil.copy2(shard_path / ENGINE_CONFIG, work / ENGINE_CONFIG)
     for segment in segments:
-        shutil.copytree(segment.path, work / _SEGMENTS / segment.path.name, copy_function=os.link)
+        shutil.copytree(segment.path, work / SEGMENTS / segment.path.name, copy_function=os.link)
 
 
 def swap_in(shard_path: Path, work: Path, replaced: list[Segment], deleted: Collection[str]) -> None:
@@ -105,7 +85,7 @@ def swap_in(shard_path: Path, work: Path, replaced: list[Segment], deleted: Coll
     `deleted`, the ids deleted while the child ran (complete_swap). (The child also made an empty segment for writes,
     which no shard of the owner needs.)"""
     made = sorted(s.path.name for s in segments_of(work)
-                  if s.sealed and not (shard_path / _SEGMENTS / s.path.name).exists())
+                  if s.sealed and not (shard_path / SEGMENTS / s.path.name).exists())
     journal = {"made": made, "replaced": sorted(s.path.name for s in replaced if s.path.name not in made),
                "deleted": sorted(deleted)}
     write_json_atomically(work / _JOURNAL, journal)
@@ -122,11 +102,23 @@ def complete_swap(shard_path: Path, work: Path) -> list[str] | None:
         return None
     journal = json.loads(journal_path.read_text(encoding="utf-8"))
     for name in journal["made"]:
-        if (work / _SEGMENTS / name).is_dir():
-            os.replace(work / _SEGMENTS / name, shard_path / _SEGMENTS / name)
+        if (work / SEGMENTS / name).is_dir():
+            os.replace(work / SEGMENTS / name, shard_path / SEGMENTS / name)
     for name in journal["replaced"]:
-        shutil.rmtree(shard_path / _SEGMENTS / name, ignore_errors=True)
+        shutil.rmtree(shard_path / SEGMENTS / name, ignore_errors=True)
     return list(journal.get("deleted", []))  # a journal of a release before deletions were journaled has none
+
+
+def load_completing_swap(shard_path: Path, work: Path, load: Callable[[Path], edge.EdgeShard]) -> edge.EdgeShard:
+    """The shard at `shard_path` as `load` loads it, once the swap journaled in `work` that a crash or a failure
+    stopped midway is completed (complete_swap), and the points deleted while that merge's child ran are deleted
+    again; `work` is forgotten then."""
+    deleted = complete_swap(shard_path, work)
+    shard = load(shard_path)
+    if deleted:
+        delete_matching(shard, to_edge_filter(Filter(ids=tuple(deleted))))
+    forget(work)
+    return shard
 
 
 def forget(work: Path) -> None:
@@ -149,10 +141,6 @@ def child_command(work: Path, merged_kb: int, indexing_threshold_kb: int, search
 
 def main(argv: list[str]) -> None:
     """The child: open the staged shard, merge every segment in it into one, close it."""
-    import qdrant_edge as edge
-
-    from alexandria.store.embedded import load_config
-
     work, (merged_kb, indexing_threshold_kb, search_threads, parent_pid) = Path(argv[0]), map(int, argv[1:5])
     # An orphan would go on merging into the work folder that the store's next owner clears and stages again.
     end_with_parent(signal.SIGKILL, parent_pid)
