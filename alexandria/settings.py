@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 from typing import Any, Literal
@@ -490,10 +491,11 @@ def settings_problems() -> list[str]:
     return list(problems)
 
 
-def settings_refusal() -> str | None:
-    """What to tell the user, in a few lines, when some setting in the environment cannot work; else None."""
+def refuse_bad_settings() -> None:
+    """Exit 2 before anything starts when some setting in the environment cannot work, saying in a few lines on
+    stderr which, and what each accepts."""
     problems = settings_problems()
-    if not problems:
-        return None
-    return ("error: these settings cannot work:\n  " + "\n  ".join(problems)
-            + "\nFix or unset them (docs/configuration.md), then run the command again.")
+    if problems:
+        print("error: these settings cannot work:\n  " + "\n  ".join(problems)
+              + "\nFix or unset them (docs/configuration.md), then run the command again.", file=sys.stderr)
+        sys.exit(2)

@@ -43,10 +43,10 @@ from alexandria.settings import (
     GatewaySettings,
     StackSettings,
     StoreSettings,
+    refuse_bad_settings,
 )
 from alexandria.store.factory import compact
 from alexandria.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
-from alexandria_stack.entry import refuse_bad_settings
 from alexandria_stack.layout import StackLayout, library_problem, require_usable_data_dir
 
 R = TypeVar("R", bound=Message)

@@ -5,15 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from alexandria.settings import settings_refusal
-
-
-def refuse_bad_settings() -> None:
-    """Exit 2, saying which settings cannot work and what each accepts, before anything is started."""
-    refusal = settings_refusal()
-    if refusal is not None:
-        print(refusal, file=sys.stderr)
-        sys.exit(2)
+from alexandria.settings import refuse_bad_settings
 
 
 def main() -> None:

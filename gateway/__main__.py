@@ -14,7 +14,7 @@ import logging
 from alexandria.errors import AlexandriaError
 from alexandria.lifetime import end_with_launcher
 from alexandria.logs import configure_logging
-from alexandria.settings import CommonSettings, GatewaySettings, settings_refusal
+from alexandria.settings import CommonSettings, GatewaySettings, refuse_bad_settings
 from gateway.app import create_app
 from gateway.http import serve_http
 
@@ -33,9 +33,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     end_with_launcher(args.launcher_pid)
-    refusal = settings_refusal()
-    if refusal is not None:
-        raise SystemExit(refusal)
+    refuse_bad_settings()
     common = CommonSettings()
     configure_logging("gateway", common.alexandria_log_level)
     settings = GatewaySettings()

@@ -93,9 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_arguments(argv)
     names = list(dict.fromkeys(args.names))
     end_with_launcher(args.launcher_pid)
-    refusal = config.settings_refusal()
-    if refusal is not None:
-        raise SystemExit(refusal)
+    config.refuse_bad_settings()
     common = config.CommonSettings()
     configure_logging("+".join(names), common.alexandria_log_level)
     try:

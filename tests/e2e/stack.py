@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-from waiting import wait_until
 
 from alexandria.settings import StoreSettings
 from alexandria.store import open_store
 from alexandria.store import schema as f
+from tests.waiting import wait_until
 
 START_TIMEOUT_S = 240
 # Calibre ids of the shared library's books the end-to-end tests ingest.
