@@ -15,6 +15,9 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# Where models are fetched, built and exported once, for every stack of this checkout whatever its data folder or
+# the folder it was started from (make setup and make models put them here).
+DEFAULT_MODELS_DIR = REPO_ROOT / "var" / "models"
 
 
 def available_cpus() -> int:
@@ -202,7 +205,7 @@ class EmbedderSettings(_Env):
         None, description="torch, onnx or openvino; default: the profile's."
     )
     # Fetched models (scripts/fetch_mpnet.py puts all-mpnet-base-v2 here) and ONNX graphs exported from models.
-    embedder_models_dir: Path = Path("var/models")
+    embedder_models_dir: Path = DEFAULT_MODELS_DIR
     embedder_reranker_model: str | None = Field(
         None, description="A cross-encoder's Hugging Face id (BAAI/bge-reranker-v2-m3), folder or package; unset: "
         "no reranker."

@@ -46,8 +46,9 @@ from ebooklib import epub
 from alexandria.clients import EmbedderClient, wait_until_serving
 from alexandria.logs import configure_logging
 from alexandria.settings import ClientSettings
-from services.embedder.loading import load_model, resolve_device, resolve_model_source
+from services.embedder.loading import load_model, resolve_device
 from services.embedder.model import EmbeddingModel
+from services.embedder.model_folder import resolve_model_source
 
 DEFAULT_CORPUS = REPO_ROOT / ".." / "shared" / "corpus"
 BOOK = Path("calibre-library/Jane Austen/Pride and Prejudice (1)/Pride and Prejudice - Jane Austen.epub")

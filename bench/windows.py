@@ -58,7 +58,7 @@ from alexandria.store import WINDOWS, Filter, Hit, open_store
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_query
 from alexandria.store.records import ChunkRecord
-from services.embedder.loading import resolve_model_source
+from services.embedder.model_folder import resolve_model_source
 from services.ingest.segment import sentence_spans
 from services.query.outcome import SearchMode
 from services.query.ranking import CANDIDATE_POOL, SEMANTIC_WEIGHT, Signals, lexical_relevance, measure

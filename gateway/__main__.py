@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import socket
 
 from alexandria.errors import AlexandriaError
 from alexandria.lifetime import end_with_launcher
@@ -29,6 +30,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--port", type=int, help="HTTP port, 0 for any free one (default: GATEWAY_PORT, 8765)."
     )
+    parser.add_argument(
+        "--listen-fd", type=int, help="HTTP: serve on this inherited listening socket instead of binding one (how "
+        "`alexandria up`, which bound the port before starting anything, hands it over)."
+    )
     args = parser.parse_args(argv)
 
     common = CommonSettings()
@@ -44,7 +49,8 @@ def main(argv: list[str] | None = None) -> None:
         if args.transport == "stdio":
             asyncio.run(gateway.mcp.run_stdio_async())
         else:
-            asyncio.run(serve_http(gateway))
+            listening = None if args.listen_fd is None else socket.socket(fileno=args.listen_fd)
+            asyncio.run(serve_http(gateway, listening))
     except AlexandriaError as exc:
         log.error("%s", exc.message)
         raise SystemExit(2) from None

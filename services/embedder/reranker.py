@@ -20,8 +20,7 @@ import torch
 from sentence_transformers import CrossEncoder
 
 from alexandria.errors import FailedPrecondition
-from services.embedder.loading import ModelSource
-from services.embedder.model_folder import check_fits, check_role
+from services.embedder.model_folder import ModelSource, check_fits, check_role
 
 log = logging.getLogger(__name__)
 

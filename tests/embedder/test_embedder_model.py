@@ -10,13 +10,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 
 from alexandria.errors import FailedPrecondition
-from services.embedder.loading import (
-    DEFAULT_MODEL_PACKAGE,
-    detect_prefixes,
-    load_model,
-    resolve_device,
-    resolve_model_source,
-)
+from services.embedder.loading import DEFAULT_MODEL_PACKAGE, detect_prefixes, load_model, resolve_device
 from services.embedder.model import (
     EmbeddingModel,
     EmbedKind,
@@ -25,6 +19,7 @@ from services.embedder.model import (
     neighbour_similarities,
     trace_token_embeddings,
 )
+from services.embedder.model_folder import resolve_model_source
 
 NO_SAVED_PROMPTS = {"query": "", "document": ""}  # what sentence-transformers reports for none
 

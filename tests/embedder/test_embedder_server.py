@@ -20,8 +20,8 @@ from alexandria.settings import EmbedderSettings, IngestSettings
 from alexandria.v1 import embedder_pb2, embedder_pb2_grpc
 from embedder.support import RunningEmbedder, SpyModel, StartEmbedder
 from services.embedder.batcher import EncodedBatch
-from services.embedder.loading import resolve_model_source
 from services.embedder.model import FLOOR_PASSAGES, FLOOR_QUESTIONS, WARM_UP_TEXTS, EmbeddingModel
+from services.embedder.model_folder import resolve_model_source
 from services.embedder.server import MAX_TEXTS_PER_REQUEST, SERVICE_NAME, create_server
 from services.host import main
 

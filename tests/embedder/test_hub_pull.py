@@ -17,8 +17,7 @@ from alexandria.errors import FailedPrecondition, NotFound, Unavailable
 from alexandria.settings import EmbedderSettings, HubSettings
 from services.embedder import hub, model_folder
 from services.embedder.hub import MANIFEST, Manifest, hub_folder, pull, verify_installed
-from services.embedder.loading import resolve_model_source
-from services.embedder.model_folder import check_fits, check_role, read_facts
+from services.embedder.model_folder import check_fits, check_role, read_facts, resolve_model_source
 from services.embedder.profiles import resolve_profile
 
 pytestmark = pytest.mark.timeout(120)
