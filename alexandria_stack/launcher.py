@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 import httpx
+from grpc import aio
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from alexandria.errors import AlexandriaError
@@ -49,6 +50,7 @@ log = logging.getLogger("launcher")
 
 STOP_TIMEOUT_S = 15.0
 START_TIMEOUT_S = 180.0
+EXIT_NOTICE_S = 1.0
 # A child that dies on its own is restarted after 0.5, 1, 2 s; a fourth crash within a minute stops the stack.
 RESTART_BACKOFF_S = 0.5
 MAX_RESTARTS = 3
@@ -277,19 +279,23 @@ class Stack:
                     await client.get(f"http://{url_host(host)}:{port}/health", timeout=5)
 
     async def _race_children(self, awaitable: Awaitable[T], what: str) -> T:
-        """Await `awaitable` unless a child exits first, which is a failed start."""
+        """Await `awaitable` unless a child exits first, which is a failed start; so is `awaitable` failing."""
         task = asyncio.ensure_future(awaitable)
         exits = [asyncio.ensure_future(c.process.wait()) for c in self.children if c.process]
         done, _ = await asyncio.wait([task, *exits], return_when=asyncio.FIRST_COMPLETED)
+        if task in done and task.exception() is not None:
+            # A service that died breaks the watches on it a moment before its exit is seen: wait for it, to name it.
+            await asyncio.wait(exits, timeout=EXIT_NOTICE_S)
         for e in exits:
             e.cancel()
-        if task not in done:
+        dead = [f"{c.name} (exit code {c.process.returncode})" for c in self.children
+                if c.process and c.process.returncode is not None]
+        if dead:
             task.cancel()
-            dead = [c.name for c in self.children if c.process and c.process.returncode is not None]
-            raise StartFailed(f"{', '.join(dead)} exited during {what}; see the log above")
+            raise StartFailed(f"{', '.join(dead)} exited during {what}; the log above says why")
         try:
             return task.result()
-        except (TimeoutError, httpx.TransportError) as exc:
+        except (TimeoutError, httpx.TransportError, aio.AioRpcError) as exc:
             raise StartFailed(f"the stack did not finish its {what} within {START_TIMEOUT_S:.0f} s ({exc!r})") from None
 
     async def wait(self, stop: asyncio.Event) -> int:

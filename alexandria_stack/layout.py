@@ -147,6 +147,12 @@ async def wait_all_up(addresses: dict[str, str], timeout: float, settings: Clien
             await wait_until_serving(address, timeout)  # it has just read the library: at once
         return problem
 
-    others = [wait_until_serving(address, timeout) for name, address in addresses.items() if name != "catalog"]
-    problem, *_ = await asyncio.gather(catalog_up(addresses["catalog"]), *others)
+    waits = [asyncio.ensure_future(catalog_up(addresses["catalog"])),
+             *(asyncio.ensure_future(wait_until_serving(address, timeout))
+               for name, address in addresses.items() if name != "catalog")]
+    try:
+        problem, *_ = await asyncio.gather(*waits)
+    finally:  # one failed (its service died), or the wait was given up: no watch is left open on a service
+        for wait in waits:
+            wait.cancel()
     return problem

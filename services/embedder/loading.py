@@ -112,7 +112,7 @@ def load_model(
     check_fits(source.path, facts, device, "EMBEDDER_MODEL")
     try:
         sentence_transformer = SentenceTransformer(str(source.path), device=device, local_files_only=True)
-    except (OSError, ValueError) as exc:
+    except Exception as exc:  # a damaged file fails in its reader's own way (safetensors, tokenizers, json)
         raise FailedPrecondition(f"Could not load the embedding model at {source.path}: {exc}") from exc
     if device == "cuda":
         sentence_transformer.half()
