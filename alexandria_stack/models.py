@@ -62,6 +62,8 @@ def cmd_pull(model_id: str, revision: str | None) -> int:
     manifest = Manifest.read(folder)
     assert manifest is not None  # pull wrote it
     said = "fetched" if fetched else "already installed and intact"
+    if not fetched and settings.hub.alexandria_offline:
+        said += " (ALEXANDRIA_OFFLINE is set: not compared with the hub's newest)"
     print(f"{model_id} {said}: revision {manifest.revision} ({manifest.requested}), {len(manifest.files)} files, "
           f"{manifest.size / 2**20:,.1f} MiB in {folder}")
     return 0
