@@ -176,8 +176,13 @@ async def serve_until_signal(servers: list[ServiceServer]) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    for s in servers:
-        await s.start()
+    for started, s in enumerate(servers):
+        try:
+            await s.start()
+        except BaseException:  # a model that cannot load: the servers started so far stop before the loop closes
+            for running in servers[:started + 1]:
+                await running.stop(grace=0)
+            raise
     waiter = asyncio.ensure_future(stop.wait())
     terminations = [asyncio.ensure_future(s.server.wait_for_termination()) for s in servers]
     await asyncio.wait([waiter, *terminations], return_when=asyncio.FIRST_COMPLETED)

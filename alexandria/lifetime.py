@@ -25,8 +25,11 @@ def end_with_parent(signal_number: int, parent_pid: int) -> None:
 
 
 def end_with_launcher(launcher_pid: int | None) -> None:
-    """Under `alexandria up` (its `--launcher-pid`), end as it stops a child, with SIGTERM, when
-    it dies however it dies: a launcher killed, or whose terminal closed, leaves no process holding the gateway's
-    port or the store."""
+    """Under `alexandria up` (its `--launcher-pid`), end at once when it dies however it dies: a
+    launcher killed leaves no process holding the gateway's port, the store or a model's memory.
+
+    SIGKILL, not the SIGTERM the launcher stops its children with: that one is answered by a graceful stop, which
+    waits for what runs, and an embedder loading its model finished loading first (13 s). A launcher that stops on
+    its own stops its children first, gracefully; the store is written to survive a process killed mid-write."""
     if launcher_pid is not None:
-        end_with_parent(signal.SIGTERM, launcher_pid)
+        end_with_parent(signal.SIGKILL, launcher_pid)

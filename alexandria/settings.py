@@ -24,6 +24,9 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSetti
 from pydantic_settings.exceptions import SettingsError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# Where models are fetched, built and exported once, for every stack of this checkout whatever its data folder or
+# the folder it was started from (make setup and make models put them here).
+DEFAULT_MODELS_DIR = REPO_ROOT / "var" / "models"
 
 _FIXED = "fixed"  # json_schema_extra key marking a field that no environment variable sets
 
@@ -312,7 +315,7 @@ class EmbedderSettings(_Env):
         None, description="A cross-encoder's Hugging Face id (BAAI/bge-reranker-v2-m3), folder or package; "
         "unset: no reranker."
     )
-    embedder_models_dir: Path = Field(Path("var/models"), description="Where models fetched by name and graphs "
+    embedder_models_dir: Path = Field(DEFAULT_MODELS_DIR, description="Where models fetched by name and graphs "
                                       "exported from models are kept.")
     embedder_threads: int = Field(0, ge=0, description="CPU threads for the model; 0: the backend's default.")
     hub: HubSettings = Field(default_factory=HubSettings)

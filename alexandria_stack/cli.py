@@ -23,6 +23,7 @@ import os
 import sys
 import time
 from collections.abc import AsyncGenerator
+from pathlib import Path
 from typing import Any, TypeVar
 
 from google.protobuf.message import Message
@@ -47,7 +48,12 @@ from alexandria.settings import (
 )
 from alexandria.store.factory import compact
 from alexandria.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
-from alexandria_stack.layout import StackLayout, library_problem, require_usable_data_dir
+from alexandria_stack.layout import (
+    StackLayout,
+    absolute_path_settings,
+    library_problem,
+    require_usable_data_dir,
+)
 
 R = TypeVar("R", bound=Message)
 
@@ -339,23 +345,29 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     refuse_bad_settings()
+    # Once, here: the stack's processes run in the repository (launcher.py) and would read a relative path there.
+    os.environ.update(absolute_path_settings(os.environ, Path.cwd()))
     common, gateway, clients = CommonSettings(), GatewaySettings(), ClientSettings()
     configure_logging("cli", common.alexandria_log_level)
     layout = StackLayout.from_settings(StackSettings())
     try:
         if args.command == "up":
-            from alexandria_stack.launcher import Stack, prepare_embedder, run_stack
-            from gateway.binding import require_safe_binding
+            from alexandria_stack.launcher import Stack, prepare_embedder, require_named_models, run_stack
+            from gateway.binding import bind_socket, require_safe_binding
 
             given = {"gateway_host": args.host, "gateway_port": args.port}
             listen = gateway.model_copy(update={name: value for name, value in given.items() if value is not None})
+            listening = None
             if not args.stdio:
-                # Checked before anything starts: the gateway would refuse the same after the model had loaded.
+                # Checked and bound before anything starts: the gateway would refuse either after the model loaded.
                 require_safe_binding(listen)
+                listening = bind_socket(listen.gateway_host, listen.gateway_port)
+                listen = listen.model_copy(update={"gateway_port": listening.getsockname()[1]})
             require_usable_data_dir(layout.data_dir)
+            require_named_models(layout)
             store = StoreSettings()
             profile = prepare_embedder(layout, store)
-            stack = Stack(layout, listen, store, clients, "stdio" if args.stdio else "http", profile)
+            stack = Stack(layout, listen, store, clients, "stdio" if args.stdio else "http", profile, listening)
             code = asyncio.run(run_stack(stack))
         elif args.command == "mcp":
             addresses = {f"{n.upper()}_ADDR": a for n, a in layout.addresses().items()}

@@ -5,6 +5,10 @@ query together (they share the one embedded store); and the MCP gateway. With a
 Qdrant server configured every service runs in its own process, as in
 docker-compose. Children run in their own process group so that Ctrl-C reaches
 the launcher alone, which then stops them in order: gateway, services, embedder.
+
+The launcher binds the gateway's port itself, before anything starts (cli.py), and hands the listening socket to
+each gateway it starts: a port in use is refused before the model loads, the health wait can reach no other
+server, and a restarted gateway takes over the same socket.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 import httpx
+from grpc import aio
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from alexandria.errors import AlexandriaError
@@ -38,12 +43,14 @@ from alexandria.settings import (
     StoreSettings,
 )
 from alexandria_stack.layout import StackLayout, served_library, wait_all_up
+from gateway.binding import url_host
 from services.host import SERVICES
 
 log = logging.getLogger("launcher")
 
 STOP_TIMEOUT_S = 15.0
 START_TIMEOUT_S = 180.0
+EXIT_NOTICE_S = 1.0
 # A child that dies on its own is restarted after 0.5, 1, 2 s; a fourth crash within a minute stops the stack.
 RESTART_BACKOFF_S = 0.5
 MAX_RESTARTS = 3
@@ -110,23 +117,41 @@ def settle_auto_profile(layout: StackLayout, store: StoreSettings) -> str:
     return said
 
 
+def require_named_models(layout: StackLayout) -> None:
+    """At once, in this process (no model library imported, which takes seconds): refuse the model or reranker
+    EMBEDDER_MODEL and EMBEDDER_RERANKER_MODEL name when it cannot load (model_folder.check_model). One named by a hub
+    id and not installed is left to require_embedder_model, which fetches it."""
+    if "embedder" in layout.overrides:
+        return
+    from services.embedder.hub import is_hub_id
+    from services.embedder.model_folder import Role, check_model
+    from services.embedder.profiles import is_fetched
+
+    settings = EmbedderSettings()
+    named: list[tuple[str | None, Role]] = [(settings.embedder_model, "embedder"),
+                                            (settings.embedder_reranker_model, "reranker")]
+    for spec, role in named:
+        if spec and not (is_hub_id(spec) and not is_fetched(spec, settings.embedder_models_dir)):
+            check_model(spec, role, settings.embedder_models_dir)
+
+
 def require_embedder_model(layout: StackLayout) -> None:
     """Before anything starts: fetch the models the embedder names by hub id that are not installed (when the
     settings allow it), build the multilingual profile's from its package, and refuse a stack whose embedder's model
-    is missing (the embedder would fail on it after the other processes had started). An embedder elsewhere
-    (EMBEDDER_ADDR) has its own."""
+    or reranker is missing, changed since it was fetched, or not the kind of model it is named as (the embedder
+    would fail on it after the other processes had started). An embedder elsewhere (EMBEDDER_ADDR) has its own."""
     if "embedder" in layout.overrides:
         return
     from alexandria_stack.models import fetch_missing
-    from services.embedder.loading import resolve_device
+    from services.embedder.loading import require_loadable, resolve_device
     from services.embedder.prepare import build_from_package
-    from services.embedder.profiles import require_fetched, resolve_profile
+    from services.embedder.profiles import resolve_profile
 
     settings = EmbedderSettings()
     fetch_missing(settings)
     choice = resolve_profile(settings, resolve_device(settings.embedder_device))
     build_from_package(choice, settings.embedder_models_dir)
-    require_fetched(choice, settings.embedder_models_dir)
+    require_loadable(choice, settings.embedder_models_dir)
 
 
 def prepare_embedder(layout: StackLayout, store: StoreSettings) -> str:
@@ -159,11 +184,12 @@ class Stack:
     """The processes of one stack; the settings are the launcher's (read once, by the CLI's main)."""
 
     layout: StackLayout
-    gateway: GatewaySettings  # its host and port (0: any free one) are where the HTTP gateway listens
+    gateway: GatewaySettings  # its host and port are where the HTTP gateway listens (the port `listening` is bound to)
     store: StoreSettings
     clients: ClientSettings
     transport: Literal["http", "stdio"] = "http"
     embedder_profile: str = ""  # what auto chose and why (settle_auto_profile), for the announcement
+    listening: socket.socket | None = None  # the HTTP gateway's, bound by the launcher (gateway.binding.bind_socket)
     children: list[Child] = field(default_factory=list)
 
     @property
@@ -198,6 +224,8 @@ class Stack:
                                         *(f"--listen={name}={self.layout.socket(name)}" for name in g)])
                     for g in groups]
         gateway = [python, "-m", "gateway", "--transport", self.transport, *launcher]
+        if self.listening is not None:
+            gateway += ["--listen-fd", str(self.listening.fileno())]
         # The gateway first lets running tool calls finish, up to its grace period.
         stop_timeout_s = self.gateway.gateway_shutdown_grace_s + STOP_TIMEOUT_S
         children.append(Child("gateway", gateway, stdio=self.transport == "stdio", stop_timeout_s=stop_timeout_s))
@@ -206,8 +234,6 @@ class Stack:
     async def start(self) -> None:
         self.layout.run_dir.mkdir(parents=True, exist_ok=True)
         Path(self.environment()["LOCAL_INGEST_PATH"]).mkdir(parents=True, exist_ok=True)
-        if self.gateway_port == 0:
-            self.gateway = self.gateway.model_copy(update={"gateway_port": _free_port(self.gateway_host)})
         *services, gateway = self.plan()
         for child in services:
             await self._spawn(child)
@@ -231,6 +257,7 @@ class Stack:
             stdin=None if child.stdio else asyncio.subprocess.DEVNULL,
             stdout=None if child.stdio else sys.stderr.fileno(),
             start_new_session=True,
+            pass_fds=(self.listening.fileno(),) if self.listening is not None and child.name == "gateway" else (),
         )
         log.info("started %s (pid %d)", child.name, child.process.pid)
 
@@ -239,6 +266,10 @@ class Stack:
         return f"http://{self.gateway_host}:{self.gateway_port}"
 
     async def _wait_gateway(self) -> None:
+        """Until the gateway answers /health on the socket the launcher bound: that address, not the host's name,
+        which may also name another address where another server listens (localhost: ::1 beside 127.0.0.1)."""
+        assert self.listening is not None
+        host, port = self.listening.getsockname()[:2]
         async with httpx.AsyncClient() as client:
             async for attempt in AsyncRetrying(
                 retry=retry_if_exception_type(httpx.TransportError),
@@ -247,22 +278,26 @@ class Stack:
                 reraise=True,
             ):
                 with attempt:
-                    await client.get(f"{self.gateway_url}/health", timeout=5)
+                    await client.get(f"http://{url_host(host)}:{port}/health", timeout=5)
 
     async def _race_children(self, awaitable: Awaitable[T], what: str) -> T:
-        """Await `awaitable` unless a child exits first, which is a failed start."""
+        """Await `awaitable` unless a child exits first, which is a failed start; so is `awaitable` failing."""
         task = asyncio.ensure_future(awaitable)
         exits = [asyncio.ensure_future(c.process.wait()) for c in self.children if c.process]
         done, _ = await asyncio.wait([task, *exits], return_when=asyncio.FIRST_COMPLETED)
+        if task in done and task.exception() is not None:
+            # A service that died breaks the watches on it a moment before its exit is seen: wait for it, to name it.
+            await asyncio.wait(exits, timeout=EXIT_NOTICE_S)
         for e in exits:
             e.cancel()
-        if task not in done:
+        dead = [f"{c.name} (exit code {c.process.returncode})" for c in self.children
+                if c.process and c.process.returncode is not None]
+        if dead:
             task.cancel()
-            dead = [c.name for c in self.children if c.process and c.process.returncode is not None]
-            raise StartFailed(f"{', '.join(dead)} exited during {what}; see the log above")
+            raise StartFailed(f"{', '.join(dead)} exited during {what}; the log above says why")
         try:
             return task.result()
-        except (TimeoutError, httpx.TransportError) as exc:
+        except (TimeoutError, httpx.TransportError, aio.AioRpcError) as exc:
             raise StartFailed(f"the stack did not finish its {what} within {START_TIMEOUT_S:.0f} s ({exc!r})") from None
 
     async def wait(self, stop: asyncio.Event) -> int:
@@ -300,7 +335,7 @@ class Stack:
         return next(exits[task] for task in done if task in exits)
 
     async def stop(self) -> None:
-        """Stop children in reverse start order: SIGTERM, then SIGKILL after a grace period."""
+        """Stop children in reverse start order: SIGTERM, then SIGKILL after a grace period; then free the port."""
         for child in reversed(self.children):
             process = child.process
             if process is None or process.returncode is not None:
@@ -313,13 +348,8 @@ class Stack:
                 process.kill()
                 await process.wait()
             log.info("stopped %s", child.name)
-
-
-def _free_port(host: str) -> int:
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        port: int = probe.getsockname()[1]
-        return port
+        if self.listening is not None:
+            self.listening.close()
 
 
 def mcp_config_snippet(layout: StackLayout, gateway_url: str) -> str:

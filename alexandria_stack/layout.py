@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import getpass
+import json
+import os
 import tempfile
+import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Union, get_args, get_origin
 
+from alexandria import settings as config
 from alexandria.clients import ServiceClient, wait_until_serving
 from alexandria.errors import FailedPrecondition, Unavailable
 from alexandria.settings import REPO_ROOT, ClientSettings, StackSettings
@@ -27,6 +32,49 @@ SAMPLE_LIBRARY = REPO_ROOT / "samples" / "library"
 def served_library(env: Mapping[str, str]) -> str:
     """The Calibre library a stack started with environment `env` serves."""
     return env.get("CALIBRE_LIBRARY_PATH", str(SAMPLE_LIBRARY))
+
+
+# Named by a hub id, a package or a folder: a folder when one is there.
+_MODEL_SETTINGS = ("EMBEDDER_MODEL", "EMBEDDER_RERANKER_MODEL")
+
+
+def _names_paths(annotation: Any) -> bool:
+    """Whether a field of this type holds a Path, or a list of them (LINK_PATHS, whose paths must be absolute
+    already, is neither)."""
+    if annotation is Path:
+        return True
+    if get_origin(annotation) in (Union, types.UnionType, list):
+        return any(_names_paths(arg) for arg in get_args(annotation) if arg is not type(None))
+    return False
+
+
+def absolute_path_settings(env: Mapping[str, str], cwd: Path) -> dict[str, str]:
+    """The path settings `env` sets relative (CALIBRE_LIBRARY_PATH=library, EMBEDDER_MODELS_DIR=models, ...), each
+    made absolute against `cwd`, the folder `alexandria` was started in, by their variables' names as `env` spells
+    them: a stack's processes run in the repository (launcher.py), where the same words would name other folders.
+    EMBEDDER_MODEL and EMBEDDER_RERANKER_MODEL are made absolute when they name a folder there."""
+    path_variables = {variable: get_origin(info.annotation) is list
+                      for variable, _, info in config.environment_settings() if _names_paths(info.annotation)}
+
+    def absolute(value: str) -> str:
+        return os.path.normpath(cwd / Path(value).expanduser())
+
+    found = {}
+    for variable, value in env.items():
+        if not value.strip():
+            continue
+        if variable.upper() in path_variables:
+            if path_variables[variable.upper()]:  # a list, written as JSON or comma-separated
+                try:
+                    paths = json.loads(value) if value.lstrip().startswith("[") else value.split(",")
+                    found[variable] = json.dumps([absolute(str(path).strip()) for path in paths if str(path).strip()])
+                except (ValueError, TypeError):
+                    continue  # settings_problems names it
+            else:
+                found[variable] = absolute(value)
+        elif variable.upper() in _MODEL_SETTINGS and (cwd / Path(value).expanduser()).exists():
+            found[variable] = absolute(value)
+    return {variable: value for variable, value in found.items() if value != env[variable]}
 
 
 @dataclass(frozen=True)
@@ -92,6 +140,12 @@ async def wait_all_up(addresses: dict[str, str], timeout: float, settings: Clien
             await wait_until_serving(address, timeout)  # it has just read the library: at once
         return problem
 
-    others = [wait_until_serving(address, timeout) for name, address in addresses.items() if name != "catalog"]
-    problem, *_ = await asyncio.gather(catalog_up(addresses["catalog"]), *others)
+    waits = [asyncio.ensure_future(catalog_up(addresses["catalog"])),
+             *(asyncio.ensure_future(wait_until_serving(address, timeout))
+               for name, address in addresses.items() if name != "catalog")]
+    try:
+        problem, *_ = await asyncio.gather(*waits)
+    finally:  # one failed (its service died), or the wait was given up: no watch is left open on a service
+        for wait in waits:
+            wait.cancel()
     return problem

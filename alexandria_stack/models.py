@@ -12,7 +12,15 @@ from pathlib import Path
 from alexandria.errors import FailedPrecondition
 from alexandria.progress import progress_bar
 from alexandria.settings import EmbedderSettings, StoreSettings
-from services.embedder.hub import MANIFEST, OFFLINE, Manifest, hub_folder, pull, pull_command
+from services.embedder.hub import (
+    MANIFEST,
+    OFFLINE,
+    Manifest,
+    hub_folder,
+    pull,
+    pull_command,
+    verify_installed,
+)
 from services.embedder.loading import resolve_device
 from services.embedder.model_folder import read_facts
 from services.embedder.profiles import is_fetched, recorded_base_name, resolve_profile
@@ -54,6 +62,8 @@ def cmd_pull(model_id: str, revision: str | None) -> int:
     manifest = Manifest.read(folder)
     assert manifest is not None  # pull wrote it
     said = "fetched" if fetched else "already installed and intact"
+    if not fetched and settings.hub.alexandria_offline:
+        said += " (ALEXANDRIA_OFFLINE is set: not compared with the hub's newest)"
     print(f"{model_id} {said}: revision {manifest.revision} ({manifest.requested}), {len(manifest.files)} files, "
           f"{manifest.size / 2**20:,.1f} MiB in {folder}")
     return 0
@@ -65,6 +75,7 @@ def fetch_missing(settings: EmbedderSettings) -> int:
     choice = resolve_profile(settings, resolve_device(settings.embedder_device))
     for model_id in choice.hub_models:
         if is_fetched(model_id, settings.embedder_models_dir):
+            verify_installed(hub_folder(settings.embedder_models_dir, model_id), model_id)
             print(f"{model_id} is installed in {settings.embedder_models_dir}", file=sys.stderr)
             continue
         if settings.hub.alexandria_offline:

@@ -33,8 +33,9 @@ import numpy as np
 from alexandria.logs import configure_logging
 from alexandria.settings import EmbedderBackend, EmbedderQuantize, available_cpus
 from bench.common import PRIDE_EPUB, ROOT, percentile_ms
-from services.embedder.loading import load_model, resolve_model_source
+from services.embedder.loading import load_model
 from services.embedder.model import EmbeddingModel, EmbedKind
+from services.embedder.model_folder import resolve_model_source
 from services.embedder.profiles import E5_FOLDER, MINILM_PACKAGE, MPNET_FOLDER
 from services.embedder.threads import use_torch_threads
 from services.ingest.extract import extract_book

@@ -44,8 +44,9 @@ from alexandria.clients import EmbedderClient, wait_until_serving
 from alexandria.logs import configure_logging
 from alexandria.settings import ClientSettings
 from bench.common import DEFAULT_CORPUS, PRIDE_EPUB, ROOT, percentile_ms
-from services.embedder.loading import load_model, resolve_device, resolve_model_source
+from services.embedder.loading import load_model, resolve_device
 from services.embedder.model import EmbeddingModel
+from services.embedder.model_folder import resolve_model_source
 
 BOOK = PRIDE_EPUB.relative_to(DEFAULT_CORPUS)
 

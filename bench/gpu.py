@@ -51,7 +51,8 @@ from alexandria.errors import AlexandriaError
 from alexandria.logs import configure_logging
 from alexandria.settings import ClientSettings, EmbedderSettings
 from bench.common import ROOT, percentile_ms
-from services.embedder.loading import ModelSource, detect_prefixes, resolve_device, resolve_model_source
+from services.embedder.loading import detect_prefixes, resolve_device
+from services.embedder.model_folder import ModelSource, resolve_model_source
 from services.embedder.profiles import resolve_profile
 
 BOOKS = ROOT / "bench" / "books"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import socket
 
 from alexandria.errors import AlexandriaError
 from alexandria.lifetime import end_with_launcher
@@ -30,6 +31,10 @@ def main(argv: list[str] | None = None) -> None:
         "--port", type=int, help="HTTP port, 0 for any free one (default: GATEWAY_PORT, 8765)."
     )
     parser.add_argument("--launcher-pid", type=int, help="end when this process (`alexandria up`) ends")
+    parser.add_argument(
+        "--listen-fd", type=int, help="HTTP: serve on this inherited listening socket instead of binding one (how "
+        "`alexandria up`, which bound the port before starting anything, hands it over)."
+    )
     args = parser.parse_args(argv)
 
     end_with_launcher(args.launcher_pid)
@@ -46,7 +51,8 @@ def main(argv: list[str] | None = None) -> None:
         if args.transport == "stdio":
             asyncio.run(gateway.mcp.run_stdio_async())
         else:
-            asyncio.run(serve_http(gateway))
+            listening = None if args.listen_fd is None else socket.socket(fileno=args.listen_fd)
+            asyncio.run(serve_http(gateway, listening))
     except AlexandriaError as exc:
         log.error("%s", exc.message)
         raise SystemExit(2) from None

@@ -40,7 +40,7 @@ from alexandria.grpc_server import SHUTDOWN_GRACE_S
 from alexandria.settings import GatewaySettings
 from gateway.app import Gateway
 from gateway.backends import Backends
-from gateway.binding import ANY_ADDRESS, is_loopback, require_safe_binding
+from gateway.binding import ANY_ADDRESS, bind_socket, is_loopback, require_safe_binding, url_host
 from gateway.shutdown import ToolCalls
 
 log = logging.getLogger(__name__)
@@ -53,14 +53,10 @@ UNAUTHORIZED = -32001
 FORBIDDEN = -32003
 
 
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
-
-
 def transport_security(settings: GatewaySettings) -> TransportSecuritySettings:
     """DNS-rebinding protection: the Host (and Origin, when sent) must name this gateway."""
     hosts = [*LOOPBACK_HOSTS, *settings.gateway_allowed_hosts]
-    bound = f"{_url_host(settings.gateway_host)}:*"
+    bound = f"{url_host(settings.gateway_host)}:*"
     # Any bound address is its own name, other loopback addresses (127.0.0.2) included.
     if settings.gateway_host not in ANY_ADDRESS and bound not in hosts:
         hosts.append(bound)
@@ -239,26 +235,6 @@ def create_http_app(gateway: Gateway) -> Starlette:
     )
 
 
-def bind_socket(host: str, port: int) -> socket.socket:
-    """A listening socket; port 0 picks a free one. Bound before serving so the real port can be logged.
-
-    Made with proto IPPROTO_TCP, not 0 as socket.create_server does: asyncio turns Nagle's algorithm
-    off (TCP_NODELAY) only on connections whose socket says it is TCP. With Nagle on, the last chunk
-    of every streamed response waited for the client's delayed ACK: 40 ms added to each tool call
-    on a kept-alive connection.
-    """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host.strip("[]"), port))
-        sock.listen()
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
 class GatewayServer(uvicorn.Server):
     """uvicorn, which on SIGINT/SIGTERM stops accepting connections, waits for the requests in flight, then
     cancels them. The gateway's tool calls are told first, so that their own grace period ends before
@@ -282,10 +258,11 @@ def http_server(gateway: Gateway) -> GatewayServer:
     return GatewayServer(create_http_app(gateway), gateway.calls)
 
 
-async def serve_http(gateway: Gateway) -> None:
-    """Serve the gateway over HTTP until SIGINT/SIGTERM; logs the bound URL on stderr."""
+async def serve_http(gateway: Gateway, listening: socket.socket | None = None) -> None:
+    """Serve the gateway over HTTP until SIGINT/SIGTERM on `listening` (the socket `alexandria up` bound, and keeps
+    for the gateway it restarts), else on a socket bound to GATEWAY_HOST and GATEWAY_PORT; logs the URL on stderr."""
     server = http_server(gateway)
-    sock = bind_socket(gateway.settings.gateway_host, gateway.settings.gateway_port)
+    sock = listening or bind_socket(gateway.settings.gateway_host, gateway.settings.gateway_port)
     host, port = sock.getsockname()[:2]
-    log.info("listening on http://%s:%d%s (health: %s)", _url_host(host), port, MCP_PATH, HEALTH_PATH)
+    log.info("listening on http://%s:%d%s (health: %s)", url_host(host), port, MCP_PATH, HEALTH_PATH)
     await server.serve(sockets=[sock])

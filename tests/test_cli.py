@@ -1,15 +1,18 @@
 """The CLI waits for a service that is still starting, and not for one that is not running; `up` checks
-where it may listen before it starts anything."""
+where it may listen, binds its port, checks its model and makes its paths absolute before it starts anything."""
 
 from __future__ import annotations
 
 import asyncio
 import getpass
+import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,9 +20,12 @@ from store.synthetic import DIMENSION, METADATA, PASSAGES, settings_for, stored_
 
 from alexandria.errors import Unavailable
 from alexandria.grpc_server import ServiceServer, build_server
+from alexandria.settings import REPO_ROOT, EmbedderSettings
 from alexandria.store import open_store
 from alexandria.v1 import query_pb2
 from alexandria_stack.cli import storage_line, when_ready
+from alexandria_stack.layout import absolute_path_settings
+from services.embedder.hub import InstalledFile, Manifest, file_digests, hub_folder
 
 
 @pytest.fixture
@@ -190,3 +196,78 @@ def test_ingest_refuses_what_it_would_leave_unread_before_asking_the_stack(
 def test_remove_takes_one_book_before_asking_the_stack(tmp_path: Path, arguments: list[str]) -> None:
     done = _cli(tmp_path, "remove", *arguments)
     assert done.returncode == 2 and done.stderr.strip().endswith("error: remove takes one of: a Calibre book id or --file")
+
+
+@pytest.mark.parametrize("given_by", ["--port", "GATEWAY_PORT"])
+def test_up_on_a_port_in_use_is_refused_in_one_line_before_the_model_loads(tmp_path: Path, given_by: str) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as occupier:  # another process's server, answering nothing
+        port = occupier.getsockname()[1]
+        started = time.monotonic()
+        if given_by == "--port":
+            done = _cli(tmp_path / "var", "up", "--port", str(port))
+        else:
+            done = _cli(tmp_path / "var", "up", env={"GATEWAY_PORT": str(port)})
+        took = time.monotonic() - started
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        (f"error: Port {port} (127.0.0.1:{port}) is in use by another process: stop it, or give the gateway another "
+        "port with --port N or GATEWAY_PORT=N (0: any free port).")]
+    assert "is up" not in done.stdout
+    assert took < 10
+    assert not (tmp_path / "var" / "run").exists(), "nothing was started before the refusal"
+
+
+def _fetched_model_edited_since(models_dir: Path) -> str:
+    """A model installed as `alexandria models pull` installs one (its files and manifest), one of whose files was
+    edited afterwards; returns its hub id."""
+    folder = hub_folder(models_dir, "example/edited-model")
+    folder.mkdir(parents=True)
+    config = folder / "config.json"
+    config.write_text('{"hidden_size": 8}')
+    recorded = InstalledFile(config.stat().st_size, file_digests(config)[0], config.stat().st_mtime_ns)
+    Manifest("example/edited-model", "0" * 40, "main", "2026-01-01T00:00:00+00:00", {"config.json": recorded}).write(folder)
+    config.write_text('{"hidden_size": 16}')
+    return "example/edited-model"
+
+
+@pytest.mark.parametrize("kind", ["missing", "cross-encoder", "edited"])
+def test_up_refuses_a_model_that_cannot_load_in_one_line_before_anything_starts(tmp_path: Path, kind: str) -> None:
+    models_dir = tmp_path / "models"
+    expected = {
+        "missing": ("/no/such", "error: EMBEDDER_MODEL='/no/such': no model folder at /no/such. "),
+        "cross-encoder": (str(tmp_path / "reranker"), (f"error: EMBEDDER_MODEL names {tmp_path / 'reranker'}, which is "
+                          "a cross-encoder (reranker), not an embedding model: ")),
+        "edited": ("example/edited-model", (f"error: The model example/edited-model in "
+                   f"{hub_folder(models_dir, 'example/edited-model')} no longer matches what was fetched: config.json "
+                   "has 19 bytes, not the 18 fetched. ")),
+    }
+    (tmp_path / "reranker").mkdir()
+    (tmp_path / "reranker" / "config.json").write_text('{"architectures": ["BertForSequenceClassification"]}')
+    _fetched_model_edited_since(models_dir)
+    model, refusal = expected[kind]
+    started = time.monotonic()
+    done = _cli(tmp_path / "var", "up", "--port", "0",
+                env={"EMBEDDER_MODEL": model, "EMBEDDER_MODELS_DIR": str(models_dir)})
+    assert done.returncode == 1
+    assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith(refusal), done.stderr
+    assert time.monotonic() - started < 10
+    assert not (tmp_path / "var" / "run").exists(), "nothing was started before the refusal"
+
+
+def test_relative_path_settings_are_made_absolute_against_the_callers_folder(tmp_path: Path) -> None:
+    (tmp_path / "my-model").mkdir()
+    env = {"CALIBRE_LIBRARY_PATH": "library", "embedder_models_dir": "../models", "GUARDIANS_DIR": "/srv/guardians",
+           "LOCAL_INGEST_EXTRA_ROOTS": '["papers", "/srv/books"]', "EMBEDDER_MODEL": "my-model",
+           "EMBEDDER_RERANKER_MODEL": "BAAI/bge-reranker-v2-m3", "QDRANT_COLLECTION": "books", "TESSDATA_PREFIX": ""}
+    assert absolute_path_settings(env, tmp_path) == {
+        "CALIBRE_LIBRARY_PATH": str(tmp_path / "library"),
+        "embedder_models_dir": str(tmp_path.parent / "models"),
+        "LOCAL_INGEST_EXTRA_ROOTS": json.dumps([str(tmp_path / "papers"), "/srv/books"]),
+        "EMBEDDER_MODEL": str(tmp_path / "my-model"),  # a folder there; the reranker's hub id is left as it is
+    }
+
+
+def test_the_models_folder_is_the_same_from_every_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("EMBEDDER_MODELS_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert EmbedderSettings().embedder_models_dir == REPO_ROOT / "var" / "models"

@@ -225,12 +225,17 @@ class Hub:
 def pull(model_id: str, models_dir: Path, settings: HubSettings, revision: str = "main",
          progress: Progress | None = None) -> tuple[Path, bool]:
     """Fetch `model_id` at `revision` into `models_dir` (module docstring). Returns its folder, and whether it
-    was fetched now (False: that commit was installed already and still matches)."""
+    was fetched now (False: that commit was installed already and still matches; offline, the revision as it was
+    asked for and installed, which the hub may have moved on from since)."""
     if not is_hub_id(model_id):
         raise InvalidArgument(f"{model_id!r} is not a hub model id (an organisation, a slash and a name, such as "
                               "BAAI/bge-m3).")
     folder = hub_folder(models_dir, model_id)
     if settings.alexandria_offline:
+        installed = Manifest.read(folder) if folder.is_dir() else None
+        if installed is not None and revision in (installed.requested, installed.revision):
+            verify_installed(folder, model_id)  # what the user would otherwise be told to copy here is here
+            return folder, False
         raise FailedPrecondition(OFFLINE.format(model=model_id, command=pull_command(model_id), folder=folder))
     hub = Hub(settings)
     try:

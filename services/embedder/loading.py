@@ -5,12 +5,9 @@ adapter that runs it.
 
 from __future__ import annotations
 
-import importlib
 import logging
-import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -19,10 +16,16 @@ import transformers
 from sentence_transformers import SentenceTransformer
 
 from alexandria.errors import FailedPrecondition
-from alexandria.settings import EmbedderBackend, EmbedderQuantize
-from services.embedder.hub import hub_folder, is_hub_id, pull_command, verify_installed
+from alexandria.settings import DEFAULT_MODELS_DIR, EmbedderBackend, EmbedderQuantize
 from services.embedder.model import EmbeddingModel, Prefixes, TokenEmbeddings, trace_token_embeddings
-from services.embedder.model_folder import Role, check_fits, check_role
+from services.embedder.model_folder import (
+    ModelSource,
+    Role,
+    check_fits,
+    check_model,
+    check_role,
+    resolve_model_source,
+)
 from services.embedder.profiles import MINILM_PACKAGE, ModelChoice, require_fetched
 
 log = logging.getLogger(__name__)
@@ -31,7 +34,6 @@ M = TypeVar("M")  # a model class that loads from a folder (SentenceTransformer,
 
 
 DEFAULT_MODEL_PACKAGE = MINILM_PACKAGE
-DEFAULT_MODELS_DIR = Path("var/models")
 
 
 _RETRIEVAL_INSTRUCTION = "Represent this sentence for searching relevant passages: "
@@ -68,76 +70,6 @@ def detect_prefixes(model_name: str, saved_prompts: Mapping[str, str | None]) ->
     return Prefixes()
 
 
-@dataclass(frozen=True)
-class ModelSource:
-    """A model folder on disk and the stable name callers see (and store beside their vectors)."""
-
-    path: Path
-    name: str
-
-
-def _name_from_path(path: Path) -> str:
-    # A Hugging Face cache snapshot (.../models--BAAI--bge-m3/snapshots/<rev>) is named by its repo.
-    for part in reversed(path.parts):
-        if part.startswith("models--"):
-            return part.removeprefix("models--").replace("--", "/")
-    return path.name
-
-
-def resolve_model_source(
-    spec: str | None, variable: str = "EMBEDDER_MODEL", models_dir: Path = DEFAULT_MODELS_DIR
-) -> ModelSource:
-    """Find the model `variable` names: a hub id fetched into `models_dir` (and still matching what was fetched),
-    a folder, or an installed package with `get_model_path()`.
-
-    Raises FailedPrecondition, naming what was looked for, when the model is not on this machine.
-    """
-    spec = spec or DEFAULT_MODEL_PACKAGE
-    if is_hub_id(spec):
-        folder = hub_folder(models_dir, spec)
-        if not folder.is_dir():
-            raise FailedPrecondition(
-                f"{variable}={spec} names a model on the Hugging Face hub that is not in {models_dir}: fetch it once "
-                f"with `{pull_command(spec)}` (`alexandria up` fetches it itself, unless "
-                "ALEXANDRIA_OFFLINE is set)."
-            )
-        verify_installed(folder, spec)
-        return ModelSource(path=folder.resolve(), name=spec)
-    candidate = Path(spec).expanduser()
-    if candidate.is_dir():
-        path = candidate.resolve()
-        return ModelSource(path=path, name=_name_from_path(path))
-    never_downloaded = (
-        f"Put the model's folder on this machine and point {variable} at it, name it by its hub id (fetched once "
-        "by `alexandria models pull`), or install a package that ships it."
-    )
-    if os.sep in spec or spec.startswith((".", "~")):
-        raise FailedPrecondition(
-            f"{variable}={spec!r}: no model folder at {candidate}. {never_downloaded}"
-        )
-    module_name = spec.replace("-", "_")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError:
-        raise FailedPrecondition(
-            f"{variable}={spec!r} is neither a folder nor an installed Python package ({module_name}). "
-            f"{never_downloaded}"
-        ) from None
-    get_model_path = getattr(module, "get_model_path", None)
-    if not callable(get_model_path):
-        raise FailedPrecondition(
-            f"{variable}={spec!r}: the package {module_name} has no get_model_path(); "
-            f"point {variable} at the model's folder instead."
-        )
-    path = Path(get_model_path())
-    if not path.is_dir():
-        raise FailedPrecondition(
-            f"{variable}={spec!r}: the package {module_name} points at {path}, which does not exist; "
-            "reinstall the package."
-        )
-    return ModelSource(path=path, name=module_name.replace("_", "-"))
-
-
 def resolve_device(requested: Literal["auto", "cpu", "cuda"]) -> str:
     """`cuda` when asked for or (for `auto`) when present, else `cpu`; asking for a missing GPU is an error."""
     has_cuda = torch.cuda.is_available()
@@ -172,7 +104,7 @@ def load_checked_folder(
     check_fits(source.path, facts, device, variable)
     try:
         return model_class(str(source.path), device=device, local_files_only=True)
-    except (OSError, ValueError) as exc:
+    except Exception as exc:  # a damaged file fails in its reader's own way (safetensors, tokenizers, json)
         raise FailedPrecondition(f"Could not load the {what} at {source.path}: {exc}") from exc
 
 
@@ -281,3 +213,12 @@ def load_configured_model(
     require_fetched(choice, models_dir)
     return load_model(resolve_model_source(spec, models_dir=models_dir), device, threads, choice.quantize,
                       choice.backend, models_dir)
+
+
+def require_loadable(choice: ModelChoice, models_dir: Path) -> None:
+    """Refuse what loading `choice` would refuse once the stack had started (model_folder.check_model), its model
+    and its reranker; nothing is loaded."""
+    require_fetched(choice, models_dir)
+    check_model(choice.model, "embedder", models_dir)
+    if choice.reranker:
+        check_model(choice.reranker, "reranker", models_dir)

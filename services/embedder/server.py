@@ -29,7 +29,7 @@ from alexandria.grpc_server import ServiceServer, build_server
 from alexandria.settings import EmbedderSettings
 from alexandria.v1 import embedder_pb2, embedder_pb2_grpc
 from services.embedder.batcher import MicroBatcher
-from services.embedder.loading import load_configured_model, resolve_device, resolve_model_source
+from services.embedder.loading import load_configured_model, resolve_device
 from services.embedder.memory import IDLE_BEFORE_RELEASE_S, release_free_memory
 from services.embedder.model import (
     WARM_UP_TEXTS,
@@ -38,6 +38,7 @@ from services.embedder.model import (
     measure_similarity_floor,
     neighbour_similarities,
 )
+from services.embedder.model_folder import resolve_model_source
 from services.embedder.profiles import resolve_profile
 from services.embedder.reranker import Reranker, load_reranker
 from services.embedder.threads import worker_setup

@@ -107,11 +107,13 @@ class RunningStack:
 
 
 def start_stack(data_dir: Path, library: Path, inbox: Path | None = None, extra_env: dict | None = None,
-                dispositions: dict[signal.Signals, signal.Handlers] | None = None) -> RunningStack:
+                dispositions: dict[signal.Signals, signal.Handlers] | None = None,
+                cwd: Path | None = None) -> RunningStack:
     """Start `alexandria up --port 0` and return once it announces the gateway URL. The automatic sync is off
     unless `extra_env` turns it on: a test decides what its collection holds. `dispositions`: what it inherits for
     these signals, whatever the tests inherited (`nohup alexandria up &` starts it with SIGHUP ignored, and
-    SIGINT too from a shell without job control; a terminal with both as they come)."""
+    SIGINT too from a shell without job control; a terminal with both as they come). `cwd`: the folder it is started
+    from (relative paths in `extra_env` are read from there)."""
     env = {
         **os.environ,
         "ALEXANDRIA_DATA_DIR": str(data_dir),
@@ -129,7 +131,7 @@ def start_stack(data_dir: Path, library: Path, inbox: Path | None = None, extra_
     inherited = {sig: signal.signal(sig, handler) for sig, handler in (dispositions or {}).items()}
     try:
         process = subprocess.Popen([str(alexandria), "up", "--port", "0"], env=env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True)
+                                   stderr=subprocess.PIPE, text=True, cwd=cwd)
     finally:
         for sig, handler in inherited.items():
             signal.signal(sig, handler)

@@ -17,7 +17,7 @@ from mcp import Client
 from alexandria_stack.layout import SAMPLE_LIBRARY as LIBRARY
 from e2e.mcp_calls import call
 from e2e.stack import start_stack
-from services.embedder.loading import resolve_model_source
+from services.embedder.model_folder import resolve_model_source
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 RERANKER = "cross-encoder/tiny-random-reranker"

@@ -117,7 +117,7 @@ def test_a_closed_terminal_stops_the_stack_and_a_killed_launcher_leaves_no_proce
         stacks[-1].process.kill()
         stacks[-1].process.wait(10)
         wait_until_blocking(lambda: [pid for pid in killed if _running(pid)], lambda left: not left,
-                            what="every child of the killed launcher to exit", timeout_s=60, interval_s=0.1)
+                            what="every child of the killed launcher to exit (the kernel's parent-death signal, alexandria/lifetime.py)", timeout_s=2, interval_s=0.1)
         # The port and the store are free again. Started as `nohup alexandria up &` is: a closed terminal leaves
         # it running, and Ctrl-C's signal, ignored by the shell for a background job, still stops it.
         stacks.append(start_stack(tmp_path / "var", SHARED_LIBRARY, inbox,

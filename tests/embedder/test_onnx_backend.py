@@ -16,8 +16,9 @@ from alexandria.clients import decode_vectors
 from alexandria.errors import FailedPrecondition
 from embedder.support import StartEmbedder
 from services.embedder import onnx_backend
-from services.embedder.loading import ModelSource, load_model, model_name, resolve_model_source
+from services.embedder.loading import load_model, model_name
 from services.embedder.model import EmbeddingModel
+from services.embedder.model_folder import ModelSource, resolve_model_source
 from services.embedder.threads import use_torch_threads
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]  # exports and runs the model
@@ -165,7 +166,8 @@ import os, sys, time
 from pathlib import Path
 forks = []
 os.register_at_fork(before=lambda: forks.append(1))
-from services.embedder.loading import load_model, resolve_model_source
+from services.embedder.loading import load_model
+from services.embedder.model_folder import resolve_model_source
 model = load_model(resolve_model_source(None), "cpu", 0, "bf16", "openvino", Path(sys.argv[1]))
 model.encode(["a walk to Netherfield"])
 time.sleep(1)  # OpenVINO's telemetry reports from a pool thread after the compile

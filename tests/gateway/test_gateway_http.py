@@ -25,7 +25,8 @@ from waiting import wait_until
 from alexandria.errors import FailedPrecondition
 from alexandria.grpc_server import ServiceServer
 from gateway.app import Gateway, create_app
-from gateway.http import BearerTokenGuard, bind_socket, create_http_app, http_server
+from gateway.binding import bind_socket
+from gateway.http import BearerTokenGuard, create_http_app, http_server
 
 TOKENS = {"read-secret": ["read"], "full-secret": ["read", "ingest"]}
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}

@@ -27,8 +27,9 @@ from alexandria.store.common import disk_usage
 from alexandria.v1 import query_pb2, query_pb2_grpc
 from query.books import EMMA, PRIDE, UNFINISHED, SampleBook, book_points
 from services.embedder import server as embedder_server
-from services.embedder.loading import load_model, resolve_model_source
+from services.embedder.loading import load_model
 from services.embedder.model import EmbeddingModel
+from services.embedder.model_folder import resolve_model_source
 from services.ingest.writer import BookWriter
 from services.query.server import create_server
 
