@@ -7,16 +7,18 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
-from conftest import SHARED_LIBRARY, require_shared
+import pytest
+from conftest import SHARED_LIBRARY
+from waiting import wait_until_blocking
 
 from e2e.stack import start_stack
 from services.embedder.model_folder import resolve_model_source
 
 ALEXANDRIA = Path(sys.executable).with_name("alexandria")
+pytestmark = pytest.mark.usefixtures("shared_corpus")
 
 
 def _environment(data_dir: Path, **extra: str) -> dict[str, str]:
@@ -39,7 +41,6 @@ def _children(pid: int) -> list[int]:
 
 
 def test_relative_paths_are_read_from_the_folder_up_was_started_in(tmp_path: Path) -> None:
-    require_shared()
     (tmp_path / "library").symlink_to(SHARED_LIBRARY)
     stack = start_stack(tmp_path / "var", SHARED_LIBRARY, cwd=tmp_path,
                         extra_env={"ALEXANDRIA_DATA_DIR": "var", "CALIBRE_LIBRARY_PATH": "library"})
@@ -54,7 +55,6 @@ def test_relative_paths_are_read_from_the_folder_up_was_started_in(tmp_path: Pat
 
 
 def test_an_embedder_that_fails_at_start_ends_the_stack_in_one_line(tmp_path: Path) -> None:
-    require_shared()
     damaged = tmp_path / "damaged-model"  # every file of the small model but its weights, which are not safetensors
     damaged.mkdir()
     for item in resolve_model_source(None).path.iterdir():
@@ -76,7 +76,6 @@ def test_an_embedder_that_fails_at_start_ends_the_stack_in_one_line(tmp_path: Pa
 
 
 def test_a_launcher_killed_while_the_model_loads_leaves_no_process_after_two_seconds(tmp_path: Path) -> None:
-    require_shared()
     launcher = subprocess.Popen([str(ALEXANDRIA), "up", "--port", "0"],
                                 env=_environment(tmp_path / "var", ALEXANDRIA_LOG_LEVEL="INFO"),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -91,10 +90,8 @@ def test_a_launcher_killed_while_the_model_loads_leaves_no_process_after_two_sec
         children = _children(launcher.pid)
         launcher.kill()
         launcher.wait(10)
-        deadline = time.monotonic() + 2
-        while left := [pid for pid in children if _running(pid)]:
-            assert time.monotonic() < deadline, f"still running 2 s after the launcher died: {left}"
-            time.sleep(0.05)
+        wait_until_blocking(lambda: [pid for pid in children if _running(pid)], lambda left: not left,
+                            what="every child to end within 2 s of the launcher's death", timeout_s=2, interval_s=0.05)
         assert children
     finally:
         if launcher.poll() is None:
