@@ -194,7 +194,8 @@ async def cmd_sync(layout: StackLayout, settings: ClientSettings, args: argparse
 async def _sync(ingest: ServiceClient, request: ingest_pb2.SyncLibraryRequest) -> int:
     result = await _follow(ingest.stream("SyncLibrary", request), ingest_pb2.SyncResult)
     if result.dry_run:
-        for label, books in (("add", result.plan.add), ("change", result.plan.change), ("remove", result.plan.remove)):
+        for label, books in (("add", result.plan.add), ("change", result.plan.change), ("update", result.plan.update),
+                             ("remove", result.plan.remove)):
             for book in books:
                 print(f"  {label:<7} {book.title}")
     for book in [*result.plan.skip_failed, *result.skipped]:

@@ -424,7 +424,7 @@ class SyncBook(_message.Message):
     def __init__(self, book_id: _Optional[int] = ..., title: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class SyncPlan(_message.Message):
-    __slots__ = ("add", "remove", "skip_failed", "unchanged", "change", "no_file", "language_note")
+    __slots__ = ("add", "remove", "skip_failed", "unchanged", "change", "no_file", "language_note", "update")
     ADD_FIELD_NUMBER: _ClassVar[int]
     REMOVE_FIELD_NUMBER: _ClassVar[int]
     SKIP_FAILED_FIELD_NUMBER: _ClassVar[int]
@@ -432,6 +432,7 @@ class SyncPlan(_message.Message):
     CHANGE_FIELD_NUMBER: _ClassVar[int]
     NO_FILE_FIELD_NUMBER: _ClassVar[int]
     LANGUAGE_NOTE_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_FIELD_NUMBER: _ClassVar[int]
     add: _containers.RepeatedCompositeFieldContainer[SyncBook]
     remove: _containers.RepeatedCompositeFieldContainer[SyncBook]
     skip_failed: _containers.RepeatedCompositeFieldContainer[SyncBook]
@@ -439,10 +440,11 @@ class SyncPlan(_message.Message):
     change: _containers.RepeatedCompositeFieldContainer[SyncBook]
     no_file: _containers.RepeatedCompositeFieldContainer[SyncBook]
     language_note: str
-    def __init__(self, add: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., remove: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., skip_failed: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., unchanged: _Optional[int] = ..., change: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., no_file: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., language_note: _Optional[str] = ...) -> None: ...
+    update: _containers.RepeatedCompositeFieldContainer[SyncBook]
+    def __init__(self, add: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., remove: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., skip_failed: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., unchanged: _Optional[int] = ..., change: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., no_file: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., language_note: _Optional[str] = ..., update: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ...) -> None: ...
 
 class SyncResult(_message.Message):
-    __slots__ = ("plan", "dry_run", "added", "removed", "failed", "summary", "seconds", "replaced", "skipped", "highlights_added", "highlights_removed")
+    __slots__ = ("plan", "dry_run", "added", "removed", "failed", "summary", "seconds", "replaced", "skipped", "highlights_added", "highlights_removed", "updated")
     PLAN_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
     ADDED_FIELD_NUMBER: _ClassVar[int]
@@ -454,6 +456,7 @@ class SyncResult(_message.Message):
     SKIPPED_FIELD_NUMBER: _ClassVar[int]
     HIGHLIGHTS_ADDED_FIELD_NUMBER: _ClassVar[int]
     HIGHLIGHTS_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_FIELD_NUMBER: _ClassVar[int]
     plan: SyncPlan
     dry_run: bool
     added: int
@@ -465,7 +468,8 @@ class SyncResult(_message.Message):
     skipped: _containers.RepeatedCompositeFieldContainer[SyncBook]
     highlights_added: int
     highlights_removed: int
-    def __init__(self, plan: _Optional[_Union[SyncPlan, _Mapping]] = ..., dry_run: _Optional[bool] = ..., added: _Optional[int] = ..., removed: _Optional[int] = ..., failed: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., summary: _Optional[str] = ..., seconds: _Optional[float] = ..., replaced: _Optional[int] = ..., skipped: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., highlights_added: _Optional[int] = ..., highlights_removed: _Optional[int] = ...) -> None: ...
+    updated: int
+    def __init__(self, plan: _Optional[_Union[SyncPlan, _Mapping]] = ..., dry_run: _Optional[bool] = ..., added: _Optional[int] = ..., removed: _Optional[int] = ..., failed: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., summary: _Optional[str] = ..., seconds: _Optional[float] = ..., replaced: _Optional[int] = ..., skipped: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., highlights_added: _Optional[int] = ..., highlights_removed: _Optional[int] = ..., updated: _Optional[int] = ...) -> None: ...
 
 class SyncEvent(_message.Message):
     __slots__ = ("progress", "result")

@@ -364,6 +364,7 @@ def sync_result(outcome: SyncOutcome) -> ingest_pb2.SyncResult:
     plan_message = ingest_pb2.SyncPlan(
         add=[sync_book(b) for b in plan.add],
         change=[sync_book(b) for b in plan.change],
+        update=[sync_book(b) for b in plan.update],
         remove=[ingest_pb2.SyncBook(title=outcome.removing[key]) for key in plan.remove],
         skip_failed=[sync_book(s.book, s.reason) for s in plan.failed_before],
         no_file=[sync_book(b, NO_FILE) for b in plan.no_file],
@@ -378,13 +379,12 @@ def sync_result(outcome: SyncOutcome) -> ingest_pb2.SyncResult:
         summary_line = f"🔎 Sync plan: {plan.counts()}{highlights}; nothing was changed."
     else:
         summary_line = (f"🔄 Sync complete in {outcome.seconds:.1f} s: {outcome.added} added, {outcome.replaced} "
-                        f"replaced, {len(outcome.removed)} removed, {len(failed)} failed, "
-                        f"{len(plan.failed_before) + len(skipped)} skipped, {plan.unchanged + outcome.restamped} "
-                        f"unchanged, {len(plan.no_file)} with no file on disk{plan.staleness()}"
+                        f"replaced, {len(outcome.updated)} updated, {len(outcome.removed)} removed, {len(failed)} "
+                        f"failed, {len(plan.failed_before) + len(skipped)} skipped, {outcome.unchanged} unchanged, {len(plan.no_file)} with no file on disk{plan.staleness()}"
                         f"{highlights}.")
     return ingest_pb2.SyncResult(
         plan=plan_message, dry_run=outcome.dry_run, added=outcome.added, replaced=outcome.replaced,
-        removed=len(outcome.removed),
+        removed=len(outcome.removed), updated=len(outcome.updated),
         failed=[ingest_pb2.SyncBook(book_id=r.book.id, title=r.book.title, reason=r.error or "") for r in failed],
         skipped=[ingest_pb2.SyncBook(book_id=r.book.id, title=r.book.title, reason=r.error or "") for r in skipped],
         summary=summary_line, seconds=outcome.seconds, highlights_added=outcome.highlights_added,
