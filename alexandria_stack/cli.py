@@ -112,8 +112,11 @@ def auto_sync_line(status: ingest_pb2.AutoSyncStatus) -> str:
         return "auto-sync  off (AUTO_SYNC=false): run alexandria sync after changing the library"
     last = (f"last finished {status.last_finished_at}: {status.last_summary}" if status.last_finished_at
             else "none finished yet")
+    if status.last_change.finished_at and status.last_change.finished_at != status.last_finished_at:
+        last += f"; last change {status.last_change.finished_at}: {status.last_change.summary}"
     if status.running:
-        now = f"running ({status.progress or 'planning'})"
+        now = f"running ({status.progress or 'planning'})" + ("; another queued: the library changed since it "
+                                                             "began" if status.queued else "")
     elif status.pending:
         now = "pending" + (f" ({status.waiting_reason})" if status.waiting_reason else ", once the library is quiet")
     else:

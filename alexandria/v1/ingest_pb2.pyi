@@ -536,7 +536,7 @@ class GetAutoSyncStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class AutoSyncStatus(_message.Message):
-    __slots__ = ("enabled", "collection", "pending", "running", "progress", "last_finished_at", "last_summary", "waiting_reason", "runs")
+    __slots__ = ("enabled", "collection", "pending", "running", "progress", "last_finished_at", "last_summary", "waiting_reason", "runs", "queued", "recent_runs", "last_change")
     ENABLED_FIELD_NUMBER: _ClassVar[int]
     COLLECTION_FIELD_NUMBER: _ClassVar[int]
     PENDING_FIELD_NUMBER: _ClassVar[int]
@@ -546,6 +546,9 @@ class AutoSyncStatus(_message.Message):
     LAST_SUMMARY_FIELD_NUMBER: _ClassVar[int]
     WAITING_REASON_FIELD_NUMBER: _ClassVar[int]
     RUNS_FIELD_NUMBER: _ClassVar[int]
+    QUEUED_FIELD_NUMBER: _ClassVar[int]
+    RECENT_RUNS_FIELD_NUMBER: _ClassVar[int]
+    LAST_CHANGE_FIELD_NUMBER: _ClassVar[int]
     enabled: bool
     collection: str
     pending: bool
@@ -555,4 +558,17 @@ class AutoSyncStatus(_message.Message):
     last_summary: str
     waiting_reason: str
     runs: int
-    def __init__(self, enabled: _Optional[bool] = ..., collection: _Optional[str] = ..., pending: _Optional[bool] = ..., running: _Optional[bool] = ..., progress: _Optional[str] = ..., last_finished_at: _Optional[str] = ..., last_summary: _Optional[str] = ..., waiting_reason: _Optional[str] = ..., runs: _Optional[int] = ...) -> None: ...
+    queued: bool
+    recent_runs: _containers.RepeatedCompositeFieldContainer[AutoSyncRun]
+    last_change: AutoSyncRun
+    def __init__(self, enabled: _Optional[bool] = ..., collection: _Optional[str] = ..., pending: _Optional[bool] = ..., running: _Optional[bool] = ..., progress: _Optional[str] = ..., last_finished_at: _Optional[str] = ..., last_summary: _Optional[str] = ..., waiting_reason: _Optional[str] = ..., runs: _Optional[int] = ..., queued: _Optional[bool] = ..., recent_runs: _Optional[_Iterable[_Union[AutoSyncRun, _Mapping]]] = ..., last_change: _Optional[_Union[AutoSyncRun, _Mapping]] = ...) -> None: ...
+
+class AutoSyncRun(_message.Message):
+    __slots__ = ("finished_at", "summary", "changed")
+    FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    finished_at: str
+    summary: str
+    changed: bool
+    def __init__(self, finished_at: _Optional[str] = ..., summary: _Optional[str] = ..., changed: _Optional[bool] = ...) -> None: ...

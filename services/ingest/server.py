@@ -27,7 +27,7 @@ from alexandria.store import schema as f
 from alexandria.store.model import check_collection_name
 from alexandria.v1 import catalog_pb2, catalog_pb2_grpc, common_pb2, ingest_pb2, ingest_pb2_grpc
 from alexandria.v1.catalog_pb2 import LibraryFile
-from services.ingest.auto_sync import AutoSync
+from services.ingest.auto_sync import AutoSync, AutoSyncRun
 from services.ingest.batch import (
     BatchBook,
     BatchRow,
@@ -238,10 +238,14 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         context: aio.ServicerContext[ingest_pb2.GetAutoSyncStatusRequest, ingest_pb2.AutoSyncStatus],
     ) -> ingest_pb2.AutoSyncStatus:
         watcher = self.auto_sync
+        runs = [auto_sync_run(run) for run in watcher.record.runs]
+        last_change = watcher.record.last_change
         return ingest_pb2.AutoSyncStatus(
             enabled=self.settings.auto_sync, collection=watcher.collection, pending=watcher.pending,
-            running=watcher.running, progress=watcher.progress, last_finished_at=watcher.record.finished_at,
-            last_summary=watcher.record.summary, waiting_reason=watcher.waiting_reason, runs=watcher.runs,
+            running=watcher.running, progress=watcher.progress,
+            last_finished_at=runs[0].finished_at if runs else "", last_summary=runs[0].summary if runs else "",
+            waiting_reason=watcher.waiting_reason, runs=watcher.runs, queued=watcher.queued, recent_runs=runs,
+            last_change=auto_sync_run(last_change) if last_change else None,
         )
 
     async def TestChunking(
@@ -353,6 +357,10 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         except AlexandriaError:  # an id the library lacks, or a catalog down: no ingest of it to tell of
             return ""
         return str(found.book.uuid)
+
+
+def auto_sync_run(run: AutoSyncRun) -> ingest_pb2.AutoSyncRun:
+    return ingest_pb2.AutoSyncRun(finished_at=run.finished_at, summary=run.summary, changed=run.changed)
 
 
 def sync_book(book: LibraryFile, reason: str = "") -> ingest_pb2.SyncBook:

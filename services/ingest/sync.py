@@ -239,6 +239,13 @@ class SyncOutcome:
         return sum(1 for row in self._rows(BatchStatus.SUCCESS) if row.book.id in changed) - len(self.restamped)
 
     @property
+    def changed_anything(self) -> bool:
+        """Whether the sync added, replaced, updated or removed a book or a highlight, or a book failed."""
+        done = [self.added, self.replaced, len(self.failed), len(self.updated), len(self.removed),
+                self.highlights_added, self.highlights_removed]
+        return not self.dry_run and any(done)
+
+    @property
     def unchanged(self) -> int:
         """Books left as they were: planned so, or only restamped."""
         return self.plan.unchanged + len(self.restamped - self.updated)
