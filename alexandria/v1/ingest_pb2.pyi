@@ -536,7 +536,7 @@ class GetAutoSyncStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class AutoSyncStatus(_message.Message):
-    __slots__ = ("enabled", "collection", "pending", "running", "progress", "last_finished_at", "last_summary", "waiting_reason", "runs", "queued", "recent_runs", "last_change")
+    __slots__ = ("enabled", "collection", "pending", "running", "progress", "last_finished_at", "last_summary", "waiting_reason", "runs", "queued", "recent_runs", "last_change", "books_indexed", "books_total", "seconds_left")
     ENABLED_FIELD_NUMBER: _ClassVar[int]
     COLLECTION_FIELD_NUMBER: _ClassVar[int]
     PENDING_FIELD_NUMBER: _ClassVar[int]
@@ -549,6 +549,9 @@ class AutoSyncStatus(_message.Message):
     QUEUED_FIELD_NUMBER: _ClassVar[int]
     RECENT_RUNS_FIELD_NUMBER: _ClassVar[int]
     LAST_CHANGE_FIELD_NUMBER: _ClassVar[int]
+    BOOKS_INDEXED_FIELD_NUMBER: _ClassVar[int]
+    BOOKS_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    SECONDS_LEFT_FIELD_NUMBER: _ClassVar[int]
     enabled: bool
     collection: str
     pending: bool
@@ -561,7 +564,10 @@ class AutoSyncStatus(_message.Message):
     queued: bool
     recent_runs: _containers.RepeatedCompositeFieldContainer[AutoSyncRun]
     last_change: AutoSyncRun
-    def __init__(self, enabled: _Optional[bool] = ..., collection: _Optional[str] = ..., pending: _Optional[bool] = ..., running: _Optional[bool] = ..., progress: _Optional[str] = ..., last_finished_at: _Optional[str] = ..., last_summary: _Optional[str] = ..., waiting_reason: _Optional[str] = ..., runs: _Optional[int] = ..., queued: _Optional[bool] = ..., recent_runs: _Optional[_Iterable[_Union[AutoSyncRun, _Mapping]]] = ..., last_change: _Optional[_Union[AutoSyncRun, _Mapping]] = ...) -> None: ...
+    books_indexed: int
+    books_total: int
+    seconds_left: float
+    def __init__(self, enabled: _Optional[bool] = ..., collection: _Optional[str] = ..., pending: _Optional[bool] = ..., running: _Optional[bool] = ..., progress: _Optional[str] = ..., last_finished_at: _Optional[str] = ..., last_summary: _Optional[str] = ..., waiting_reason: _Optional[str] = ..., runs: _Optional[int] = ..., queued: _Optional[bool] = ..., recent_runs: _Optional[_Iterable[_Union[AutoSyncRun, _Mapping]]] = ..., last_change: _Optional[_Union[AutoSyncRun, _Mapping]] = ..., books_indexed: _Optional[int] = ..., books_total: _Optional[int] = ..., seconds_left: _Optional[float] = ...) -> None: ...
 
 class AutoSyncRun(_message.Message):
     __slots__ = ("finished_at", "summary", "changed")

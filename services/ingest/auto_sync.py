@@ -29,7 +29,7 @@ from alexandria.clients import ServiceClient
 from alexandria.errors import AlexandriaError, FailedPrecondition
 from alexandria.v1 import catalog_pb2
 from services.ingest.documents import ChunkingParams
-from services.ingest.sync import LibrarySync, SyncOutcome, SyncRequest
+from services.ingest.sync import LibrarySync, SyncCounts, SyncOutcome, SyncRequest
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +99,7 @@ class AutoSync:
         self.running = False
         self.syncing = ""  # where the library stood when the running sync began
         self.progress = ""  # the running sync's latest step; "" when none runs
+        self.counts = SyncCounts()  # how far the running sync has filled the collection
         self.waiting_reason = ""
         self.runs = 0  # finished since the service started
         self.retry_at = float("-inf")
@@ -144,14 +145,14 @@ class AutoSync:
             await self._sync(state.signature)
 
     async def _sync(self, signature: str) -> None:
-        self.running, self.syncing, self.progress = True, signature, ""
+        self.running, self.syncing, self.progress, self.counts = True, signature, "", SyncCounts()
 
         def report(stage: str, done: int, total: int, message: str = "") -> None:
             self.progress = f"{stage}: {message or f'{done}/{total}'}"
 
         request = SyncRequest(self.collection, ChunkingParams(), True, DEFAULT_PREFERENCE)
         try:
-            outcome = await self.sync.run(request, report)
+            outcome = await self.sync.run(request, report, self.counts)
         except FailedPrecondition as busy:  # a manual sync or a reindex holds the collection: wait for it
             self.waiting_reason, self.retry_at = busy.message, time.monotonic() + RETRY_S
             return

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
@@ -246,6 +247,9 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
             last_finished_at=runs[0].finished_at if runs else "", last_summary=runs[0].summary if runs else "",
             waiting_reason=watcher.waiting_reason, runs=watcher.runs, queued=watcher.queued, recent_runs=runs,
             last_change=auto_sync_run(last_change) if last_change else None,
+            books_indexed=watcher.counts.indexed if watcher.running else 0,
+            books_total=watcher.counts.total if watcher.running else 0,
+            seconds_left=watcher.counts.seconds_left(time.monotonic()) if watcher.running else None,
         )
 
     async def TestChunking(

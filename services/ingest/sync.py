@@ -251,6 +251,25 @@ class SyncOutcome:
         return self.plan.unchanged + len(self.restamped - self.updated)
 
 
+@dataclass
+class SyncCounts:
+    """How far a running sync has filled the collection, in books: `indexed` of the `total` the library holds with a
+    file are in the collection (the books to add count once written; one that fails leaves the total), and the time
+    the books to ingest took so far, for an estimate of the rest."""
+
+    indexed: int = 0
+    total: int = 0
+    ingested: int = 0  # books to add or replace done so far
+    to_ingest: int = 0
+    ingest_began: float = 0.0  # time.monotonic() when the first book to ingest began
+
+    def seconds_left(self, now: float) -> float | None:
+        """The rest at the pace of the books done so far; None before the first is done."""
+        if not self.ingested:
+            return None
+        return (now - self.ingest_began) / self.ingested * (self.to_ingest - self.ingested)
+
+
 class LibrarySync:
     """Runs a sync: plans it, then adds, replaces and removes books, one at a time."""
 
@@ -259,7 +278,8 @@ class LibrarySync:
         self.ingestor = ingestor
         self.state_dir = state_dir
 
-    async def run(self, request: SyncRequest, report: Report) -> SyncOutcome:
+    async def run(self, request: SyncRequest, report: Report, counts: SyncCounts | None = None) -> SyncOutcome:
+        """Plan and run a sync; `counts`, when given, is kept up to date with how far it is, in books."""
         started = time.perf_counter()
         state = SyncState(self.state_dir, request.collection)
         with state.locked():
@@ -279,6 +299,10 @@ class LibrarySync:
             plan = plan_sync(listed, held.file_versions, failures, request.remove_deleted, request.retry_failed,
                              model.name, held.records)
             report("plan", 1, 1, plan.counts())
+            if counts is not None:
+                counts.to_ingest, counts.ingest_began = len(plan.add) + len(plan.change), time.monotonic()
+                counts.total = plan.unchanged + len(plan.update) + counts.to_ingest
+                counts.indexed = counts.total - len(plan.add)
             removing = {}
             for key in plan.remove:
                 _, title, _ = await asyncio.to_thread(writer.find_book_key, Filter(must={f.BOOK_KEY: key}), key)
@@ -299,7 +323,8 @@ class LibrarySync:
                     outcome.removed.append(removed)
                 report("remove", n + 1, len(plan.remove), f"removed {removing[key]}")
             await self._update_metadata(writer, plan.update, outcome, report)
-            await self._add_and_replace(request, plan, held, failures, state, writer, outcome, report)
+            await self._add_and_replace(request, plan, held, failures, state, writer, outcome, report,
+                                        counts or SyncCounts())
             highlights_plan = await self._plan_highlights(highlights, listed, outcome)
             await highlights.apply(highlights_plan)
             report("highlights", 1, 1, f"{outcome.highlights_added} highlights added, "
@@ -342,7 +367,7 @@ class LibrarySync:
 
     async def _add_and_replace(self, request: SyncRequest, plan: SyncPlan, held: HeldBooks,
                                failures: dict[str, Failure], state: SyncState, writer: BookWriter,
-                               outcome: SyncOutcome, report: Report) -> None:
+                               outcome: SyncOutcome, report: Report, counts: SyncCounts) -> None:
         books = {book.book_id: book for book in [*plan.add, *plan.change]}
         changed = {book.book_id for book in plan.change}
 
@@ -368,6 +393,10 @@ class LibrarySync:
 
         def remember(row: BatchRow) -> None:
             book = books[row.book.id]
+            counts.ingested += 1
+            if book.book_id not in changed:
+                counts.indexed += row.status == BatchStatus.SUCCESS
+                counts.total -= row.status == BatchStatus.FAILED
             if row.status == BatchStatus.FAILED:
                 failures[book.uuid] = Failure(book.book_id, row.book.title, row.error or "", listed_stamp(book))
             else:

@@ -259,6 +259,8 @@ class FakeBackend:
     requests: dict[str, list[Message]] = field(default_factory=dict)
     failures: dict[str, BaseException] = field(default_factory=dict)
     ingest_file_result: ingest_pb2.IngestResult = field(default_factory=lambda: INGESTED)
+    auto_sync: ingest_pb2.AutoSyncStatus = field(
+        default_factory=lambda: ingest_pb2.AutoSyncStatus(enabled=True, collection="alexandria"))
     # When set, streams pause after their first event until it is set: a call still running.
     hold: asyncio.Event | None = None
     cancelled: list[str] = field(default_factory=list)  # streams the caller cancelled
@@ -346,6 +348,9 @@ class FakeIngest(ingest_pb2_grpc.IngestServiceServicer):
 
     async def RemoveBook(self, request: Any, context: Any) -> Message:
         return await self.backend.unary("RemoveBook", request, REMOVED)
+
+    async def GetAutoSyncStatus(self, request: Any, context: Any) -> Message:
+        return await self.backend.unary("GetAutoSyncStatus", request, self.backend.auto_sync)
 
 
 class FakeQuery(query_pb2_grpc.QueryServiceServicer):

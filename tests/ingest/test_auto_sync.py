@@ -30,7 +30,8 @@ class _Sync:
         self.busy = False
         self.failure: Exception | None = None
 
-    async def run(self, request: object, report: Callable[[str, int, int, str], None]) -> SimpleNamespace:
+    async def run(self, request: object, report: Callable[[str, int, int, str], None],
+                  counts: object = None) -> SimpleNamespace:
         if self.failure is not None:
             raise self.failure
         if self.busy:

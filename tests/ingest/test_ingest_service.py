@@ -18,6 +18,7 @@ import pytest_asyncio
 from google.protobuf.message import Message
 from query.fakes import embedded_store
 
+from alexandria.book_formats import DEFAULT_PREFERENCE
 from alexandria.book_identity import FileVersion
 from alexandria.clients import ServiceClient, wait_until_serving
 from alexandria.errors import FailedPrecondition, NotFound, Unavailable
@@ -30,7 +31,10 @@ from alexandria.v1 import catalog_pb2, common_pb2, ingest_pb2, ingest_pb2_grpc
 from ingest.fakes import FakeCatalog, FakeEmbedder
 from ingest.helpers import FIXTURE_BOOKS, WAGAHAI, scanned_pdf
 from services.ingest import pipeline
+from services.ingest.documents import ChunkingParams
+from services.ingest.pipeline import BookIngestor
 from services.ingest.server import create_server
+from services.ingest.sync import LibrarySync, SyncCounts, SyncRequest
 from services.ingest.writer import BookWriter
 
 COLLECTION = "books"
@@ -407,3 +411,26 @@ async def test_a_sync_removes_the_books_gone_from_calibre_before_it_adds_new_one
     assert isinstance(synced, ingest_pb2.SyncResult) and synced.added == synced.removed == 1
     stages = [p.stage for p in service.progress]
     assert stages.index("remove") < stages.index("sync"), stages
+
+
+async def test_a_running_sync_counts_the_books_the_collection_holds_of_the_librarys(
+        service: IngestService, tmp_path: Path) -> None:
+    books = [listed(n, f"Keeper {n}", service.book_file(f"keeper{n}.txt", TEXT.replace("storm", f"storm{n}")))
+             for n in (1, 2, 3)]
+    broken = service.local / "empty.epub"
+    shutil.copy(FIXTURE_BOOKS / "empty.epub", broken)
+    service.catalog.library = catalog_pb2.ListLibraryFilesResponse(books=[*books, listed(4, "Empty", broken)])
+    sync = LibrarySync(service.catalog, BookIngestor(service.store, service.embedder, lambda collection: None),
+                       tmp_path / "sync")
+    counts = SyncCounts()
+    seen: list[tuple[int, int]] = []
+
+    def report(stage: str, done: int, total: int, message: str = "") -> None:
+        if stage == "sync" and (counts.indexed, counts.total) not in seen:
+            seen.append((counts.indexed, counts.total))
+
+    request = SyncRequest(COLLECTION, ChunkingParams(), True, DEFAULT_PREFERENCE)
+    await sync.run(request, report, counts)
+    # After each book: one more searchable; the one that fails leaves the total.
+    assert seen == [(0, 4), (1, 4), (2, 4), (3, 4), (3, 3)], seen
+    assert counts.ingested == counts.to_ingest == 4 and counts.seconds_left(time.monotonic()) == 0
