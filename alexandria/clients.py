@@ -26,7 +26,7 @@ from alexandria.errors import (
     raised_by_a_service,
 )
 from alexandria.grpc_server import MAX_MESSAGE_BYTES, client_keepalive_options
-from alexandria.settings import ClientSettings, GrpcSettings
+from alexandria.settings import ClientSettings
 from alexandria.v1 import embedder_pb2, embedder_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ def open_channel(address: str) -> aio.Channel:
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.service_config", _ROUND_ROBIN),
             ("grpc.enable_retries", 0),
-            *client_keepalive_options(GrpcSettings()),
+            *client_keepalive_options(),
             # A service restarted after a crash is found again within a second or two, not gRPC's default
             # backoff of up to two minutes.
             ("grpc.initial_reconnect_backoff_ms", 200),
@@ -66,7 +66,7 @@ def _is_unavailable(exc: BaseException) -> bool:
 
 
 # Tokens consecutive windows of a passage share, so that a sentence cut by one window's end is whole in
-# the next: a quarter of MiniLM's 256 (bench/windows.py: overlaps of 0, 64 and 128 within noise of each
+# the next: a quarter of MiniLM's 256 (the windows bench, bench/windows.py in git history: overlaps of 0, 64 and 128 within noise of each
 # other on the tuning half).
 WINDOW_OVERLAP_TOKENS = 64
 

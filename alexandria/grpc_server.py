@@ -23,7 +23,6 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from alexandria.errors import ErrorMappingInterceptor
-from alexandria.settings import GrpcSettings
 
 log = logging.getLogger(__name__)
 
@@ -36,23 +35,26 @@ SERVER_OPTIONS = [
 ]
 
 
-# gRPC's own floor for a client's keepalive: whatever GRPC_KEEPALIVE_S a client was given, its pings are taken.
+# A client pings a connection whose call has gone quiet this often: a long stream that sends nothing for a while
+# (a slow book, a reindex waiting its turn) is kept, and a peer that vanished is noticed.
+KEEPALIVE_S = 30.0
+# gRPC's own floor for a client's keepalive: whatever keepalive a client pings at, its pings are taken.
 MIN_PING_INTERVAL_S = 1.0
 
 
-def client_keepalive_options(settings: GrpcSettings) -> list[tuple[str, int]]:
-    """A channel's keepalive: a ping every GRPC_KEEPALIVE_S while a call is open, however long it sends nothing
+def client_keepalive_options() -> list[tuple[str, int]]:
+    """A channel's keepalive: a ping every KEEPALIVE_S while a call is open, however long it sends nothing
     (gRPC's default stops after two pings without data)."""
     return [
-        ("grpc.keepalive_time_ms", int(settings.grpc_keepalive_s * 1000)),
+        ("grpc.keepalive_time_ms", int(KEEPALIVE_S * 1000)),
         ("grpc.http2.max_pings_without_data", 0),
     ]
 
 
-def server_keepalive_options(settings: GrpcSettings) -> list[tuple[str, int]]:
+def server_keepalive_options() -> list[tuple[str, int]]:
     """A server's ping policy, to match the clients': gRPC's default allows one ping every five minutes while no
     data flows and answers more with GOAWAY "too_many_pings", which cuts a long stream that goes quiet. It takes
-    one every MIN_PING_INTERVAL_S: a client given a shorter GRPC_KEEPALIVE_S than this server (a CLI on the host, the
+    one every MIN_PING_INTERVAL_S: a client pinging more often than this server's clients (a CLI on the host, the
     services in containers) is answered too."""
     return [
         ("grpc.http2.min_ping_interval_without_data_ms", int(MIN_PING_INTERVAL_S * 1000)),
@@ -153,7 +155,7 @@ def build_server(
 ) -> ServiceServer:
     """Create a server for one service: `register` adds its servicer; health starts NOT_SERVING."""
     server = aio.server(interceptors=[ErrorMappingInterceptor(name)],
-                        options=SERVER_OPTIONS + server_keepalive_options(GrpcSettings()))
+                        options=SERVER_OPTIONS + server_keepalive_options())
     register(server)
     names = list(service_full_names)
     health_servicer = health.aio.HealthServicer()

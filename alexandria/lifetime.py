@@ -25,7 +25,7 @@ def end_with_parent(signal_number: int, parent_pid: int) -> None:
 
 
 def end_with_launcher(launcher_pid: int | None) -> None:
-    """Under `alexandria up` (CommonSettings.alexandria_launcher_pid), end as it stops a child, with SIGTERM, when
+    """Under `alexandria up` (its `--launcher-pid`), end as it stops a child, with SIGTERM, when
     it dies however it dies: a launcher killed, or whose terminal closed, leaves no process holding the gateway's
     port or the store."""
     if launcher_pid is not None:

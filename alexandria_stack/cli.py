@@ -43,10 +43,10 @@ from alexandria.settings import (
     GatewaySettings,
     StackSettings,
     StoreSettings,
-    settings_problems,
 )
 from alexandria.store.factory import compact
 from alexandria.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc, query_pb2, query_pb2_grpc
+from alexandria_stack.entry import refuse_bad_settings
 from alexandria_stack.layout import StackLayout, library_problem, require_usable_data_dir
 
 R = TypeVar("R", bound=Message)
@@ -238,7 +238,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
     print(f"{done.collection}: {done.segments_before} -> {done.segments_after} segments in {done.seconds:.0f} s")
     if done.hnsw_ef != settings.qdrant_hnsw_ef:
         print(f"Its dense searches now visit {done.hnsw_ef} candidates in each segment, as its larger segments need "
-              "for the same recall (README, A large library on one machine).", file=sys.stderr)
+              "for the same recall (docs/scaling.md, A large library on one machine).", file=sys.stderr)
     else:
         print(f"Its segments are small enough to be searched with QDRANT_HNSW_EF ({done.hnsw_ef}) as before.",
               file=sys.stderr)
@@ -283,20 +283,21 @@ async def cmd_query(layout: StackLayout, settings: ClientSettings, args: argpars
     return 0
 
 
+def _port(text: str) -> int:
+    port = int(text) if text.isdigit() else -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is no port: give a number from 0 (any free one) to 65535")
+    return port
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="alexandria", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="start the whole stack")
     up.add_argument("--stdio", action="store_true", help="serve MCP on stdio instead of HTTP")
-    problems = settings_problems()
-    if problems:
-        print("error: these settings cannot work:\n  " + "\n  ".join(problems)
-              + "\nFix or unset them, then run the command again.", file=sys.stderr)
-        sys.exit(2)
-    common, gateway, clients = CommonSettings(), GatewaySettings(), ClientSettings()
-    up.add_argument("--port", type=int, default=gateway.gateway_port, help="0 = any free port")
-    up.add_argument("--host", default=gateway.gateway_host)
+    up.add_argument("--port", type=_port, help="0 = any free port (default: GATEWAY_PORT, 8765)")
+    up.add_argument("--host", help="where the HTTP gateway listens (default: GATEWAY_HOST, 127.0.0.1)")
     sub.add_parser("mcp", help="MCP gateway on stdio against a running stack")
     sub.add_parser("status", help="health of every service")
     ingest = sub.add_parser("ingest", help="ingest Calibre books or a local file")
@@ -341,6 +342,8 @@ def main(argv: list[str] | None = None) -> None:
                        help="the books' text (default), your highlights in Calibre's viewer, or both")
     args = parser.parse_args(argv)
 
+    refuse_bad_settings()
+    common, gateway, clients = CommonSettings(), GatewaySettings(), ClientSettings()
     configure_logging("cli", common.alexandria_log_level)
     layout = StackLayout.from_settings(StackSettings())
     try:
@@ -348,7 +351,8 @@ def main(argv: list[str] | None = None) -> None:
             from alexandria_stack.launcher import Stack, prepare_embedder, run_stack
             from gateway.binding import require_safe_binding
 
-            listen = gateway.model_copy(update={"gateway_host": args.host, "gateway_port": args.port})
+            given = {"gateway_host": args.host, "gateway_port": args.port}
+            listen = gateway.model_copy(update={name: value for name, value in given.items() if value is not None})
             if not args.stdio:
                 # Checked before anything starts: the gateway would refuse the same after the model had loaded.
                 require_safe_binding(listen)

@@ -181,11 +181,9 @@ class Stack:
         env["CALIBRE_LIBRARY_PATH"] = served_library(env)
         env.setdefault("LOCAL_INGEST_PATH", str(self.layout.data_dir / "inbox"))
         for name in SERVICES:
-            env[f"{name.upper()}_LISTEN"] = self.layout.socket(name)
             env[f"{name.upper()}_ADDR"] = self.layout.socket(name)
         env["GATEWAY_HOST"] = self.gateway_host
         env["GATEWAY_PORT"] = str(self.gateway_port)
-        env["ALEXANDRIA_LAUNCHER_PID"] = str(os.getpid())  # its children end with it (alexandria/lifetime.py)
         return env
 
     def plan(self) -> list[Child]:
@@ -194,8 +192,12 @@ class Stack:
             groups = [["embedder"], ["catalog", "ingest", "query"]]
         else:
             groups = [[name] for name in SERVICES]
-        children = [Child("+".join(g), [python, "-m", "services", *g]) for g in groups]
-        gateway = [python, "-m", "gateway", "--transport", self.transport]
+        # Its children end with it, however it ends (alexandria/lifetime.py).
+        launcher = ["--launcher-pid", str(os.getpid())]
+        children = [Child("+".join(g), [python, "-m", "services", *g, *launcher,
+                                        *(f"--listen={name}={self.layout.socket(name)}" for name in g)])
+                    for g in groups]
+        gateway = [python, "-m", "gateway", "--transport", self.transport, *launcher]
         # The gateway first lets running tool calls finish, up to its grace period.
         stop_timeout_s = self.gateway.gateway_shutdown_grace_s + STOP_TIMEOUT_S
         children.append(Child("gateway", gateway, stdio=self.transport == "stdio", stop_timeout_s=stop_timeout_s))

@@ -38,8 +38,7 @@ class StackLayout:
 
     @classmethod
     def from_settings(cls, settings: StackSettings) -> StackLayout:
-        overrides = {name: address for name in SERVICES if (address := getattr(settings, f"{name}_addr"))}
-        return cls(settings.alexandria_data_dir.resolve(), overrides)
+        return cls(settings.alexandria_data_dir.resolve(), settings.given_addresses())
 
     @property
     def run_dir(self) -> Path:

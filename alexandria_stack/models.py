@@ -70,9 +70,6 @@ def fetch_missing(settings: EmbedderSettings) -> int:
         if settings.hub.alexandria_offline:
             raise FailedPrecondition(OFFLINE.format(model=model_id, command=pull_command(model_id),
                                                     folder=hub_folder(settings.embedder_models_dir, model_id)))
-        if not settings.hub.may_fetch:
-            raise FailedPrecondition(f"{model_id} is not installed and EMBEDDER_FETCH=never: fetch it once with "
-                                     f"`{pull_command(model_id)}`, then start again.")
         print(f"{model_id} is not installed yet: fetching it once into {settings.embedder_models_dir}",
               file=sys.stderr)
         cmd_pull(model_id, None)

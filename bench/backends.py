@@ -1,7 +1,7 @@
 """Backends and precisions: each model run by torch, ONNX Runtime and OpenVINO, in fp32, int8 and bf16,
 against torch fp32 of the same model measured in the same run.
 
-    .venv/bin/python bench/backends.py [--models minilm,mpnet] [--configs torch-fp32,onnx-int8,openvino-bf16]
+    .venv/bin/python -m bench.backends [--models minilm,mpnet] [--configs torch-fp32,onnx-int8,openvino-bf16]
                                        [--sentences 600] [--queries 100] [--rounds 2]
 
 For every model x backend x precision, loaded as the embedder loads it (`load_model`; the ONNX graphs
@@ -23,19 +23,16 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
 import numpy as np
 
 from alexandria.logs import configure_logging
 from alexandria.settings import EmbedderBackend, EmbedderQuantize, available_cpus
+from bench.common import PRIDE_EPUB, ROOT, percentile_ms
 from services.embedder.loading import load_model, resolve_model_source
 from services.embedder.model import EmbeddingModel, EmbedKind
 from services.embedder.profiles import E5_FOLDER, MINILM_PACKAGE, MPNET_FOLDER
@@ -43,8 +40,6 @@ from services.embedder.threads import use_torch_threads
 from services.ingest.extract import extract_book
 from services.ingest.segment import segment, sentence_texts
 
-PRIDE = ROOT.parent / "shared" / "corpus" / "calibre-library" / "Jane Austen" / "Pride and Prejudice (1)" / (
-    "Pride and Prejudice - Jane Austen.epub")
 CONFIGS: dict[str, tuple[EmbedderBackend, EmbedderQuantize]] = {
     "torch-fp32": ("torch", "none"),
     "torch-int8": ("torch", "int8"),
@@ -95,7 +90,7 @@ def main() -> None:
     configs = args.configs.split(",")
     if configs[0] != "torch-fp32":
         raise SystemExit("the first configuration is each model's reference: list torch-fp32 first")
-    texts = sentence_texts(segment(extract_book(PRIDE)))[: args.sentences]
+    texts = sentence_texts(segment(extract_book(PRIDE_EPUB)))[: args.sentences]
     short = [t for t in texts if 5 <= len(t.split()) <= 20]
     queries = (short * (1 + args.queries // len(short)))[: args.queries]
 
@@ -138,16 +133,16 @@ def main() -> None:
         assert row.vectors is not None and reference.vectors is not None and row.query_s is not None
         assert reference.query_s is not None and baseline.query_s is not None
         cosines = (row.vectors * reference.vectors).sum(axis=1)
-        p50 = float(np.percentile(row.query_s, 50)) * 1000
+        p50 = percentile_ms(row.query_s, 50)
         figures = {
             "model": row.loaded.name,
             "config": row.config,
             "cosine_mean": round(float(cosines.mean()), 4),
             "cosine_min": round(float(cosines.min()), 4),
             "query_p50_ms": round(p50, 2),
-            "query_p95_ms": round(float(np.percentile(row.query_s, 95)) * 1000, 2),
+            "query_p95_ms": round(percentile_ms(row.query_s, 95), 2),
             "passages_per_s": round(row.passages_per_s, 1),
-            "query_speedup_vs_torch": round(float(np.percentile(reference.query_s, 50)) * 1000 / p50, 2),
+            "query_speedup_vs_torch": round(percentile_ms(reference.query_s, 50) / p50, 2),
             "passages_speedup_vs_torch": round(row.passages_per_s / reference.passages_per_s, 2),
             "passages_vs_baseline": round(row.passages_per_s / baseline.passages_per_s, 2),
         }

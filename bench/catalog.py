@@ -1,6 +1,6 @@
 """Catalog search latency on a 10,000-book Calibre library, in process and through gRPC.
 
-    .venv/bin/python bench/catalog.py [--books 10000] [--rounds 30] [--scratch bench/out/catalog]
+    .venv/bin/python -m bench.catalog [--books 10000] [--rounds 30] [--scratch bench/out/catalog]
 
 Builds a scratch library: a copy of ../shared/corpus/calibre-library's metadata.db (the
 fixture library when ../shared is missing) with its books copied, links and all, until it
@@ -23,7 +23,6 @@ import json
 import logging
 import shutil
 import sqlite3
-import statistics
 import sys
 import time
 import uuid
@@ -31,19 +30,17 @@ from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
 from alexandria.clients import ServiceClient
 from alexandria.contract import BOOK_SEARCH_LIMIT
 from alexandria.settings import CatalogSettings, ClientSettings
 from alexandria.v1 import catalog_pb2, catalog_pb2_grpc
 from alexandria_stack.layout import SAMPLE_LIBRARY
+from bench.common import CALIBRE_LIBRARY, OUT, percentile_ms
 from services.catalog.calibre_db import CalibreLibrary
 from services.catalog.library import BookQuery
 from services.catalog.server import create_server
 
-SOURCES = (ROOT.parent / "shared" / "corpus" / "calibre-library", SAMPLE_LIBRARY)
+SOURCES = (CALIBRE_LIBRARY, SAMPLE_LIBRARY)
 LIMIT = BOOK_SEARCH_LIMIT.default
 QUERIES: dict[str, BookQuery] = {
     "author, many books": BookQuery(author="austen"),
@@ -166,12 +163,12 @@ def sql_search(database: Path, query: BookQuery, limit: int) -> list[tuple]:
         return db.execute(sql, [*parameters, limit]).fetchall()
 
 
-def time_ms(call: Callable[[], object], rounds: int) -> list[float]:
+def time_s(call: Callable[[], object], rounds: int) -> list[float]:
     times = []
     for _ in range(rounds):
         started = time.perf_counter()
         call()
-        times.append((time.perf_counter() - started) * 1000)
+        times.append(time.perf_counter() - started)
     return times
 
 
@@ -194,16 +191,11 @@ async def grpc_times(
             for _ in range(rounds):
                 started = time.perf_counter()
                 await client.call("SearchBooks", request)
-                times[name].append((time.perf_counter() - started) * 1000)
+                times[name].append(time.perf_counter() - started)
     finally:
         await client.close()
         await server.stop(0)
     return times, counts
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def main() -> None:
@@ -213,7 +205,7 @@ def main() -> None:
     parser.add_argument("--books", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=30, help="timed searches per query and mode")
     parser.add_argument("--baseline-rounds", type=int, default=5)
-    parser.add_argument("--scratch", type=Path, default=ROOT / "bench" / "out" / "catalog")
+    parser.add_argument("--scratch", type=Path, default=OUT / "catalog")
     args = parser.parse_args()
     # Quiet: the server would warn that it runs without a store, which this benchmark means.
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
@@ -229,11 +221,11 @@ def main() -> None:
 
     database = library / "metadata.db"
     baseline = {
-        name: time_ms(lambda q=q: sql_search(database, q, LIMIT), args.baseline_rounds)
+        name: time_s(lambda q=q: sql_search(database, q, LIMIT), args.baseline_rounds)
         for name, q in QUERIES.items()
     }
     inproc = {
-        name: time_ms(lambda q=q: catalog.snapshot().search(q, LIMIT), args.rounds)
+        name: time_s(lambda q=q: catalog.snapshot().search(q, LIMIT), args.rounds)
         for name, q in QUERIES.items()
     }
     remote, counts = asyncio.run(grpc_times(library, args.scratch, args.rounds))
@@ -251,9 +243,9 @@ def main() -> None:
     print("-" * len(header))
     for name in QUERIES:
         print(
-            f"{name:<26}{counts[name]:>6}{statistics.median(baseline[name]):>14.2f}"
-            f"{statistics.median(inproc[name]):>12.3f}{statistics.median(remote[name]):>10.2f}"
-            f"{percentile(remote[name], 0.95):>10.2f}"
+            f"{name:<26}{counts[name]:>6}{percentile_ms(baseline[name], 50):>14.2f}"
+            f"{percentile_ms(inproc[name], 50):>12.3f}{percentile_ms(remote[name], 50):>10.2f}"
+            f"{percentile_ms(remote[name], 95):>10.2f}"
         )
     every = {
         mode: [t for ts in times.values() for t in ts]
@@ -261,10 +253,10 @@ def main() -> None:
     }
     summary = {
         "books": books,
-        "search_p50_ms_inproc": round(statistics.median(every["inproc"]), 3),
-        "search_p50_ms_grpc": round(statistics.median(every["grpc"]), 3),
-        "search_p95_ms_grpc": round(percentile(every["grpc"], 0.95), 3),
-        "baseline_sql_p50_ms": round(statistics.median(every["baseline"]), 3),
+        "search_p50_ms_inproc": round(percentile_ms(every["inproc"], 50), 3),
+        "search_p50_ms_grpc": round(percentile_ms(every["grpc"], 50), 3),
+        "search_p95_ms_grpc": round(percentile_ms(every["grpc"], 95), 3),
+        "baseline_sql_p50_ms": round(percentile_ms(every["baseline"], 50), 3),
     }
     summary["grpc_speedup_vs_sql_baseline"] = round(
         summary["baseline_sql_p50_ms"] / summary["search_p50_ms_grpc"], 1

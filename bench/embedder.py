@@ -17,7 +17,7 @@ In one run, with the same model loaded in this process (bare) and in the service
 Throughput rounds alternate bare and gRPC, and single queries alternate too; rounds report
 their median, to even out a shared machine's noise. Prints a table; the last line is one JSON object.
 
-    .venv/bin/python bench/embedder.py [--device cuda] [--sentences 2000] [--rounds 3]
+    .venv/bin/python -m bench.embedder [--device cuda] [--sentences 2000] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -37,20 +37,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))  # run as a script from a checkout, installed or not
-
 import numpy as np
 from ebooklib import epub
 
 from alexandria.clients import EmbedderClient, wait_until_serving
 from alexandria.logs import configure_logging
 from alexandria.settings import ClientSettings
+from bench.common import DEFAULT_CORPUS, PRIDE_EPUB, ROOT, percentile_ms
 from services.embedder.loading import load_model, resolve_device, resolve_model_source
 from services.embedder.model import EmbeddingModel
 
-DEFAULT_CORPUS = REPO_ROOT / ".." / "shared" / "corpus"
-BOOK = Path("calibre-library/Jane Austen/Pride and Prejudice (1)/Pride and Prejudice - Jane Austen.epub")
+BOOK = PRIDE_EPUB.relative_to(DEFAULT_CORPUS)
 
 
 def book_sentences(corpus: Path, count: int) -> list[str]:
@@ -67,10 +64,6 @@ def book_sentences(corpus: Path, count: int) -> list[str]:
     if len(sentences) < count:
         raise SystemExit(f"{BOOK.name} has only {len(sentences)} sentences; ask for fewer.")
     return sentences[:count]
-
-
-def percentile_ms(seconds: list[float], q: float) -> float:
-    return float(np.percentile(seconds, q)) * 1000
 
 
 async def one_at_a_time(call: Callable[[str], Awaitable[object]], queries: list[str]) -> float:
@@ -118,7 +111,7 @@ def start_service(args: argparse.Namespace, sentences: int, scratch: Path) -> tu
         "EMBEDDER_QUEUE_LIMIT": str(max(20_000, sentences)),
         **({"EMBEDDER_MODEL": args.model} if args.model else {}),
     }
-    process = subprocess.Popen([sys.executable, "-m", "services.embedder"], cwd=REPO_ROOT, env=env)
+    process = subprocess.Popen([sys.executable, "-m", "services.embedder"], cwd=ROOT, env=env)
     return process, address
 
 

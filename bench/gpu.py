@@ -21,7 +21,7 @@ same path on the CPU, a dry run (keep it small, on torch: EMBEDDER_PROFILE=basel
 --passages 16 --queries 20 --agreement 40 --rounds 1). Exits 1 when a check fails. Prints a table; the last
 line is one JSON object.
 
-    python bench/gpu.py [--model PATH_OR_PACKAGE] [--reranker PATH | --tiny-reranker] [--device cuda|cpu]
+    python -m bench.gpu [--model PATH_OR_PACKAGE] [--reranker PATH | --tiny-reranker] [--device cuda|cpu]
                         [--max-batch 64] [--sentences 8192] [--service-log FILE]
 """
 
@@ -42,9 +42,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))  # run as a script from a checkout, installed or not
-
 import numpy as np
 import torch
 from sentence_transformers import CrossEncoder, SentenceTransformer
@@ -53,10 +50,11 @@ from alexandria.clients import EmbedderClient, decode_vectors, wait_until_servin
 from alexandria.errors import AlexandriaError
 from alexandria.logs import configure_logging
 from alexandria.settings import ClientSettings, EmbedderSettings
+from bench.common import ROOT, percentile_ms
 from services.embedder.loading import ModelSource, detect_prefixes, resolve_device, resolve_model_source
 from services.embedder.profiles import resolve_profile
 
-BOOKS = REPO_ROOT / "bench" / "books"
+BOOKS = ROOT / "bench" / "books"
 # A passage for EmbedWindows: a play's paragraphs (speeches) joined until they have this many words.
 PASSAGE_WORDS = 300
 RERANK_PASSAGES = 32
@@ -107,10 +105,6 @@ def spread(items: Sequence[T], count: int) -> list[T]:
     if count >= len(items):
         return list(items)
     return [items[i] for i in np.linspace(0, len(items) - 1, count).astype(int)]
-
-
-def percentile_ms(seconds: Sequence[float], q: float) -> float:
-    return round(float(np.percentile(seconds, q)) * 1000, 2)
 
 
 def vectors_ok(vectors: np.ndarray) -> bool:
@@ -234,7 +228,7 @@ def start_service(args: argparse.Namespace, address: str, log_file: Path, rerank
         **({"EMBEDDER_MAX_BATCH": str(args.max_batch)} if args.max_batch else {}),
     }
     with log_file.open("wb") as log:
-        return subprocess.Popen([sys.executable, "-m", "services.embedder"], cwd=REPO_ROOT, env=env,
+        return subprocess.Popen([sys.executable, "-m", "services.embedder"], cwd=ROOT, env=env,
                                 stdout=log, stderr=subprocess.STDOUT)
 
 
@@ -329,8 +323,7 @@ def main() -> None:
         raise SystemExit(f"The check compares with the model's folder in fp32: {exc.message}") from None
     with tempfile.TemporaryDirectory(prefix="alexandria-gpu-") as scratch:
         if args.tiny_reranker:
-            sys.path.insert(0, str(REPO_ROOT / "tests" / "fixtures"))
-            from tiny_cross_encoder import build_tiny_cross_encoder  # type: ignore[import-not-found]  # on the path above
+            from tests.fixtures.tiny_cross_encoder import build_tiny_cross_encoder
 
             reranker = str(build_tiny_cross_encoder(Path(scratch) / "tiny-reranker"))
         measured, start_s, taken_mib = asyncio.run(run_service(args, texts, agreement, reranker, Path(scratch)))
@@ -367,16 +360,16 @@ def main() -> None:
         "windows_passages_per_s": round(statistics.median(r[0] for r in measured.window_rates), 1),
         "windows_per_s": round(statistics.median(r[1] for r in measured.window_rates), 1),
         "windows_per_passage": round(measured.windows_per_passage, 2),
-        "query_p50_ms": percentile_ms(measured.query_s, 50),
-        "query_p95_ms": percentile_ms(measured.query_s, 95),
-        "query_p50_ms_during_bulk": percentile_ms(measured.query_during_bulk_s, 50)
+        "query_p50_ms": round(percentile_ms(measured.query_s, 50), 2),
+        "query_p95_ms": round(percentile_ms(measured.query_s, 95), 2),
+        "query_p50_ms_during_bulk": round(percentile_ms(measured.query_during_bulk_s, 50), 2)
         if measured.query_during_bulk_s else None,
         "queries_during_bulk": len(measured.query_during_bulk_s),
         "min_cosine_vs_cpu_fp32": round(float(cosines.min()), 6),
         "mean_cosine_vs_cpu_fp32": round(float(cosines.mean()), 6),
         "agreement_texts": len(agreement),
         "agreement_truncated": measured.agreement_truncated,
-        "rerank_p50_ms": percentile_ms(measured.rerank_s, 50) if measured.rerank_s else None,
+        "rerank_p50_ms": round(percentile_ms(measured.rerank_s, 50), 2) if measured.rerank_s else None,
         "rerank_max_score_diff_vs_cpu_fp32": round(score_diff, 6) if score_diff is not None else None,
         "sentences": args.sentences,
         "passages": args.passages,

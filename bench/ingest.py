@@ -1,6 +1,6 @@
 """Ingest benchmark: Pride and Prejudice end to end through the MCP gateway, against a bare encode.
 
-    .venv/bin/python bench/ingest.py [--no-batch]
+    .venv/bin/python -m bench.ingest [--no-batch] [--embedder-profile PROFILE]
 
 In one run:
 1. starts the whole stack (`alexandria up`) on an empty embedded store in a scratch folder;
@@ -20,21 +20,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
 from mcp import Client
 
 from alexandria.clients import WINDOW_OVERLAP_TOKENS
 from alexandria.settings import EmbedderSettings
+from bench.common import CALIBRE_LIBRARY, PRIDE_EPUB, apply_setting_flags, setting_flags
 from services.embedder.loading import load_configured_model
 from services.embedder.profiles import resolve_profile
 from services.ingest.chunking import chunk_book, validate_params
@@ -43,8 +38,6 @@ from services.ingest.extract import extract_book
 from services.ingest.segment import segment, sentence_texts
 from tests.e2e.stack import start_stack
 
-LIBRARY = ROOT.parent / "shared" / "corpus" / "calibre-library"
-PRIDE = LIBRARY / "Jane Austen" / "Pride and Prejudice (1)" / "Pride and Prejudice - Jane Austen.epub"
 PRIDE_ID = 1
 BATCH_SIZE = 64
 
@@ -96,7 +89,7 @@ def bare_encode() -> tuple[float, float, int, int]:
                                for i in range(0, len(texts), BATCH_SIZE)])
 
     encode(["warm up"] * BATCH_SIZE)
-    book = extract_book(PRIDE)
+    book = extract_book(PRIDE_EPUB)
     sentences = segment(book)
     texts = sentence_texts(sentences)
     started = time.perf_counter()
@@ -104,7 +97,7 @@ def bare_encode() -> tuple[float, float, int, int]:
     sentences_s = time.perf_counter() - started
     similarities = np.einsum("ij,ij->i", vectors[:-1], vectors[1:])
     chunked = chunk_book(book, sentences, similarities, validate_params())
-    title = book.title or PRIDE.stem
+    title = book.title or PRIDE_EPUB.stem
     chunk_texts = [window for c in chunked.chunks for window in embedding_model.windows(
         window_header(title, c.locator.chapter_title), c.text, WINDOW_OVERLAP_TOKENS)]
     chunk_texts += [p.embed_text for p in chunked.parents]
@@ -116,14 +109,16 @@ def bare_encode() -> tuple[float, float, int, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-batch", action="store_true", help="skip the whole-library batch")
+    setting_flags(parser, ["EMBEDDER_PROFILE"])
     args = parser.parse_args()
-    if not PRIDE.is_file():
-        raise SystemExit(f"needs the shared corpus: {PRIDE} is missing")
+    apply_setting_flags(args)
+    if not PRIDE_EPUB.is_file():
+        raise SystemExit(f"needs the shared corpus: {PRIDE_EPUB} is missing")
     with tempfile.TemporaryDirectory(prefix="alexandria-ingest-bench-") as scratch:
         # The profile the bare encode runs (EMBEDDER_PROFILE, auto as the embedder resolves it alone), not the one
         # `alexandria up` would choose by the library's languages: both sides of the ratio run the same model.
         profile = resolve_profile(EmbedderSettings(), "cpu").profile
-        stack = start_stack(Path(scratch) / "var", LIBRARY, extra_env={"EMBEDDER_PROFILE": profile})
+        stack = start_stack(Path(scratch) / "var", CALIBRE_LIBRARY, extra_env={"EMBEDDER_PROFILE": profile})
         try:
             wall, result, stages = asyncio.run(ingest_through_gateway(stack.mcp_url))
             sentences_s, chunks_s, sentence_count, chunk_count = bare_encode()

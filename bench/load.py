@@ -1,6 +1,6 @@
 """Queries under load: many MCP clients asking at once while a batch ingest runs.
 
-    .venv/bin/python bench/load.py [--clients 30] [--queries 10] [--batch 1 2 3 | --sync]
+    .venv/bin/python -m bench.load [--clients 30] [--queries 10] [--batch 1 2 3 | --sync]
 
 Starts `alexandria up` on a scratch data directory with the shared library, ingests Hamlet so
 that there is something to find, then starts a batch ingest of other books (or, with --sync,
@@ -15,20 +15,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
 from mcp import Client
 
+from bench.common import CALIBRE_LIBRARY, percentile_ms
 from tests.e2e.stack import HAMLET, start_stack
 
-LIBRARY = ROOT.parent / "shared" / "corpus" / "calibre-library"
 QUESTIONS = [
     "Why does Hamlet pretend to be mad?",
     "the ghost of the dead king on the castle walls",
@@ -44,7 +40,7 @@ QUESTIONS = [
 
 
 async def ask(url: str, queries: int, offset: int, during: asyncio.Event | None) -> list[tuple[float, bool, bool]]:
-    """(latency ms, is_error, ran while the batch ran) of each query of one client."""
+    """(latency s, is_error, ran while the batch ran) of each query of one client."""
     samples = []
     async with Client(url) as client:
         await client.list_tools()
@@ -52,19 +48,19 @@ async def ask(url: str, queries: int, offset: int, during: asyncio.Event | None)
             question = QUESTIONS[(offset + n) % len(QUESTIONS)]
             started = time.perf_counter()
             result = await client.call_tool("alexandria_query", {"query": question})
-            elapsed = (time.perf_counter() - started) * 1000
+            elapsed = time.perf_counter() - started
             samples.append((elapsed, bool(result.is_error), during is None or not during.is_set()))
     return samples
 
 
 def summary(samples: list[tuple[float, bool, bool]]) -> dict:
-    times = sorted(ms for ms, _, _ in samples)
+    seconds = [s for s, _, _ in samples]
     return {
         "queries": len(samples),
         "errors": sum(1 for _, error, _ in samples if error),
-        "p50_ms": round(statistics.median(times), 1),
-        "p95_ms": round(times[int(0.95 * (len(times) - 1))], 1),
-        "max_ms": round(times[-1], 1),
+        "p50_ms": round(percentile_ms(seconds, 50), 1),
+        "p95_ms": round(percentile_ms(seconds, 95), 1),
+        "max_ms": round(percentile_ms(seconds, 100), 1),
     }
 
 
@@ -112,7 +108,7 @@ def main() -> None:
     parser.add_argument("--sync", action="store_true", help="load during `alexandria sync` of the whole library")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="alexandria-load-") as scratch:
-        stack = start_stack(Path(scratch) / "var", LIBRARY)
+        stack = start_stack(Path(scratch) / "var", CALIBRE_LIBRARY)
         try:
             figures = asyncio.run(measure(stack.mcp_url, stack.env, args.clients, args.queries,
                                           None if args.sync else args.batch))

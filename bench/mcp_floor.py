@@ -1,7 +1,7 @@
 """An MCP server over stdio with one tool that does no work: what any tool call costs in the MCP SDK
-(client, server and the stdio transport) before the tool does anything. bench/query.py times it.
+(client, server and the stdio transport) before the tool does anything. bench.query times it.
 
-    python bench/mcp_floor.py    (speaks MCP on stdin/stdout; an MCP client starts it)
+    python -m bench.mcp_floor    (speaks MCP on stdin/stdout; an MCP client starts it)
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """OCR accuracy and speed on scanned pages made from the shared corpus's own books.
 
-    .venv/bin/python bench/ocr.py [--pages 6]
+    .venv/bin/python -m bench.ocr [--pages 6]
 
 Builds the scanned test set here: pages of Pride and Prejudice and Persuasion (the corpus's PDFs)
 rendered to images at 300 and 150 dpi, plus a noisier variant (grey speckle, rotated 1 degree)
@@ -20,29 +20,25 @@ import argparse
 import difflib
 import json
 import re
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 import numpy as np
 import pymupdf
 
 from alexandria.book_formats import BookFormat
 from alexandria.settings import IngestSettings
+from bench.common import CALIBRE_LIBRARY
 from services.ingest.extract import extract_book
 from services.ingest.extract.ocr import NO_OPTIONS, OcrOptions, ocr_page, tessdata_path
 from services.ingest.extract.ocr_cache import OcrCache
 
-CORPUS = ROOT.parent / "shared" / "corpus" / "calibre-library"
-ENGLISH = [CORPUS / "Jane Austen" / "Pride and Prejudice (1)" / "Pride and Prejudice - Jane Austen.pdf",
-           CORPUS / "Jane Austen" / "Persuasion (4)" / "Persuasion - Jane Austen.pdf"]
-GUIDES = {"deu": CORPUS / "John Schember" / "Kurzanleitung (8)" / "Kurzanleitung - John Schember.epub",
-          "fra": CORPUS / "John Schember" / "Guide de demarrage rapide (9)" / "Guide de demarrage rapide - John Schember.epub"}
+ENGLISH = [CALIBRE_LIBRARY / "Jane Austen" / "Pride and Prejudice (1)" / "Pride and Prejudice - Jane Austen.pdf",
+           CALIBRE_LIBRARY / "Jane Austen" / "Persuasion (4)" / "Persuasion - Jane Austen.pdf"]
+GUIDES = {"deu": CALIBRE_LIBRARY / "John Schember" / "Kurzanleitung (8)" / "Kurzanleitung - John Schember.epub",
+          "fra": CALIBRE_LIBRARY / "John Schember" / "Guide de demarrage rapide (9)" / "Guide de demarrage rapide - John Schember.epub"}
 _SPACE = re.compile(r"\s+")
 
 

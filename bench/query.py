@@ -1,16 +1,17 @@
 """alexandria_query latency through the gateway, next to the bare cost, on 100,000 chunks.
 
-    .venv/bin/python bench/query.py [--chunks 100000] [--queries 500] [--scratch bench/out/query]
+    .venv/bin/python -m bench.query [--chunks 100000] [--queries 500] [--scratch bench/out/query]
+                                    [--embedder-profile P] [--qdrant-hnsw-ef N ...]
 
 Setup (kept in the scratch directory between runs):
-1. a few corpus books are ingested into a `source` collection (bench/retrieval.py's `ingest_corpus`:
+1. a few corpus books are ingested into a `source` collection (bench/common.py's `ingest_corpus`:
    the ingest pipeline);
 2. a `bench` collection is filled with `--chunks` chunks by copying the source books under new book
    keys and ids (bench/replica.py: chapters and their children alike, window vectors included, each
    chunk vector nudged by a little noise so that the copies are not exact duplicates), indexed as it grows.
 
-Queries: the questions of bench/retrieval_questions.yaml, each asked in several wordings
-(QUESTION_WORDINGS), so that the `--queries` questions of a measurement are all different
+Queries: the questions of bench/retrieval_questions/, each asked in several wordings
+(bench/questions.py: QUESTION_WORDINGS), so that the `--queries` questions of a measurement are all different
 texts: no cache anywhere could answer one from an earlier one.
 
 Measured, each over `--queries` questions:
@@ -48,49 +49,50 @@ import contextlib
 import itertools
 import json
 import logging
-import os
 import shutil
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from mcp import Client, StdioServerParameters
-from replica import SourceBooks, write_copies
-from retrieval import (
-    DEFAULT_CORPUS,
-    book_file,
-    embedder_service,
-    ingest_corpus,
-    ingested_file_names,
-    load_questions,
-    store_settings,
-)
 
 from alexandria.clients import EmbedderClient, ServiceClient, check_health
-from alexandria.logs import configure_logging
 from alexandria.settings import ClientSettings, EmbedderSettings, StoreSettings
 from alexandria.store import Filter, Store, open_store
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_query
 from alexandria.v1 import query_pb2, query_pb2_grpc
 from alexandria_stack.layout import StackLayout
+from bench.common import (
+    DEFAULT_CORPUS,
+    OUT,
+    STORE_SETTINGS,
+    Latency,
+    apply_setting_flags,
+    bench_logging,
+    call_tool,
+    corpus_stack,
+    embedder_service,
+    in_turn,
+    ingest_corpus,
+    ingested_file_names,
+    query_tool,
+    setting_flags,
+    store_settings,
+)
+from bench.questions import book_file, distinct_questions, load_questions
+from bench.replica import SourceBooks, write_copies
 from services.embedder.loading import load_configured_model, resolve_device
 from services.embedder.model import EmbedKind
 from services.embedder.profiles import resolve_profile
 from services.query.ranking import CANDIDATE_POOL, PREFETCH
 from services.query.search import SearchQuery, candidate_filters
-from tests.e2e.stack import RunningStack, start_stack
+from tests.e2e.stack import RunningStack
 
-DEFAULT_SCRATCH = ROOT / "bench" / "out" / "query"
+DEFAULT_SCRATCH = OUT / "query"
 SOURCE = "source"
 BENCH = "bench"
 # Source books (Calibre ids or local file names): novels and plays, EPUB and PDF.
@@ -99,34 +101,12 @@ SOURCE_BOOKS = (1, 5, 6)
 INGEST_DURING = "the_tempest.epub"
 INGEST_DURING_TITLE, INGEST_DURING_AUTHOR = "The Tempest", "William Shakespeare"
 WARM_UP_QUERIES = 50
-# Each question asked in these wordings: distinct texts with the same meaning.
-QUESTION_WORDINGS = (
-    "{}",
-    "In the books, {}",
-    "{} Quote the passage.",
-    "Tell me: {}",
-    "I wonder, {}",
-    "Find where the text says: {}",
-    "{} Which passage shows it?",
-    "Question: {}",
-    "Please look up: {}",
-    "{} Cite the book.",
-)
 MODES = ("precise", "contextual", "comprehensive")
 
+# The settings this bench's store and stack read that it may be run under (its figures name them).
+SETTINGS = ("EMBEDDER_PROFILE", *STORE_SETTINGS)
+
 log = logging.getLogger("bench.query")
-
-
-@dataclass(frozen=True)
-class Latency:
-    p50_ms: float
-    p95_ms: float
-    count: int
-
-    @classmethod
-    def of(cls, seconds: list[float]) -> Latency:
-        ms = np.asarray(seconds) * 1000
-        return cls(float(np.percentile(ms, 50)), float(np.percentile(ms, 95)), len(ms))
 
 
 @dataclass(frozen=True)
@@ -142,14 +122,6 @@ class Figures:
     idle_precise: Latency
     during_ingest: Latency
     points: int
-
-
-def distinct_questions(questions: list[str], count: int, skip: int = 0) -> list[str]:
-    """`count` different question texts, after the first `skip` (every question, then every wording)."""
-    wordings = [wording.format(question) for wording in QUESTION_WORDINGS for question in questions]
-    if skip + count > len(wordings):
-        raise SystemExit(f"only {len(wordings)} distinct questions; ask for fewer (--queries)")
-    return wordings[skip : skip + count]
 
 
 def fill_bench_collection(store: Store, chunks: int) -> None:
@@ -206,19 +178,6 @@ class Bare:
         self.store.query_dense(BENCH, self._encode(question), self.where, CANDIDATE_POOL, with_payload=False)
 
 
-async def in_turn(calls: dict[str, Callable[[str], Awaitable[object]]], questions: list[str]) -> dict[str, Latency]:
-    """Latency of each call over the same questions, taking turns, the order rotated every question."""
-    names = list(calls)
-    seconds: dict[str, list[float]] = {name: [] for name in names}
-    for index, question in enumerate(questions):
-        shift = index % len(names)
-        for name in names[shift:] + names[:shift]:
-            started = time.perf_counter()
-            await calls[name](question)
-            seconds[name].append(time.perf_counter() - started)
-    return {name: Latency.of(values) for name, values in seconds.items()}
-
-
 async def timed(call: Callable[[str], Awaitable[object]], questions: list[str]) -> Latency:
     """Latency of `call` over `questions`, one after another."""
     return (await in_turn({"call": call}, questions))["call"]
@@ -243,19 +202,6 @@ async def grpc_hops(layout: StackLayout) -> AsyncIterator[dict[str, Callable[[st
     finally:
         await query.close()
         await embedder.close()
-
-
-async def call_tool(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """The tool's structured result; a tool error stops the benchmark, naming it."""
-    result = await client.call_tool(tool, arguments)
-    if result.is_error:
-        raise SystemExit(f"{tool} failed: {result.structured_content or result.content}")
-    return result.structured_content or {}
-
-
-def query_tool(client: Client, context_mode: str) -> Callable[[str], Awaitable[object]]:
-    """alexandria_query in `context_mode`, every other argument at its default."""
-    return lambda question: call_tool(client, "alexandria_query", {"query": question, "context_mode": context_mode})
 
 
 async def measure_during_ingest(
@@ -302,14 +248,12 @@ async def measure(corpus: Path, scratch: Path, chunks: int, count: int) -> Figur
     bare_store = open_store(await asyncio.to_thread(copy_bench_collection, scratch))
     try:
         bare = Bare(bare_store)
-        stack = await asyncio.to_thread(
-            start_stack, scratch, corpus / "calibre-library", corpus / "local-files", {"QDRANT_COLLECTION": BENCH}
-        )
+        stack = await asyncio.to_thread(corpus_stack, scratch, corpus, {"QDRANT_COLLECTION": BENCH})
         try:
             # The README's stdio set-up: the client starts `alexandria mcp`, which finds the running stack.
             alexandria = str(Path(sys.executable).parent / "alexandria")
             stdio_gateway = StdioServerParameters(command=alexandria, args=["mcp"], env=stack.env)
-            floor_server = StdioServerParameters(command=sys.executable, args=[str(Path(__file__).with_name("mcp_floor.py"))])
+            floor_server = StdioServerParameters(command=sys.executable, args=["-m", "bench.mcp_floor"])
             async with (
                 Client(stack.mcp_url) as client,
                 Client(stdio_gateway) as stdio_client,
@@ -382,10 +326,10 @@ def main() -> None:
     parser.add_argument("--scratch", type=Path, default=DEFAULT_SCRATCH, help="kept between runs")
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=500)
+    setting_flags(parser, SETTINGS)
     args = parser.parse_args()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    configure_logging("bench.query", "WARNING")
-    log.setLevel(logging.INFO)
+    apply_setting_flags(args)
+    bench_logging("query")
     figures = asyncio.run(measure(args.corpus, args.scratch.resolve(), args.chunks, args.queries))
     print(report(figures))
     precise = figures.modes["precise"]

@@ -23,11 +23,12 @@ A returned passage answers a question when it comes from the question's book and
   kanji or of katakana, and runs of hiragana (particles, inflections) stand between words as stop
   words do.
 
-    .venv/bin/python bench/questions.py [FILE ...]    # prints every unsound question; exit 1 if any
+    .venv/bin/python -m bench.questions [FILE ...]    # prints every unsound question; exit 1 if any
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
 from collections.abc import Iterable, Sequence
@@ -38,17 +39,17 @@ from typing import TYPE_CHECKING
 
 import yaml
 
+from bench.common import DEFAULT_CORPUS, ROOT
+
 if TYPE_CHECKING:
     from services.ingest.documents import ExtractedBook
 
-ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS_DIR = Path(__file__).resolve().parent / "retrieval_questions"
 # What a caller passes as alexandria_query's hypothetical_passage for each question, one set a name: `llm_*.yaml`
 # written by an LLM that had not seen the books, given the tool's description and the question alone (the
 # prompt is in PROMPT.md beside them), `blind.yaml` the question restated as a statement, nothing added.
 HINTS_DIR = Path(__file__).resolve().parent / "retrieval_hints"
 HINT_SETS = ("none", "llm", "blind")
-DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus"
 # "widened": more English questions over books no other half holds, written later to check which profile answers
 # best on books nothing was tuned on (the default profile is chosen there).
 SPLITS = ("tuning", "check", "widened")
@@ -56,6 +57,20 @@ SPLITS = ("tuning", "check", "widened")
 # the Japanese and Croatian questions came later and are reported by language, so that the headline stays
 # comparable with earlier runs.
 HEADLINE_LANGUAGES = ("en", "de", "fr")
+# Each question asked in these wordings (distinct_questions): distinct texts with the same meaning, so that no
+# cache anywhere could answer one from an earlier one.
+QUESTION_WORDINGS = (
+    "{}",
+    "In the books, {}",
+    "{} Quote the passage.",
+    "Tell me: {}",
+    "I wonder, {}",
+    "Find where the text says: {}",
+    "{} Which passage shows it?",
+    "Question: {}",
+    "Please look up: {}",
+    "{} Cite the book.",
+)
 # Books kept for checks on text the project has never seen: no question may come from them.
 HELD_OUT_TITLES = ("king lear", "twelfth night", "mansfield park", "northanger abbey", "moby-dick", "moby dick")
 # Calibre keeps one folder per book, "<Title> (<id>)"; this is the format ingest prefers.
@@ -162,6 +177,14 @@ def load_hints(name: str, directory: Path = HINTS_DIR) -> dict[str, str]:
     return hints
 
 
+def distinct_questions(questions: list[str], count: int, skip: int = 0) -> list[str]:
+    """`count` different question texts, after the first `skip` (every question, then every wording)."""
+    wordings = [wording.format(question) for wording in QUESTION_WORDINGS for question in questions]
+    if skip + count > len(wordings):
+        raise SystemExit(f"only {len(wordings)} distinct questions; ask for fewer (--queries)")
+    return wordings[skip : skip + count]
+
+
 def normalise(text: str) -> str:
     """Case and spacing aside: what 'the phrase appears in the text' compares."""
     return " ".join(text.casefold().replace("’", "'").split())
@@ -265,8 +288,9 @@ def check_files(paths: Sequence[Path], corpus: Path = DEFAULT_CORPUS) -> list[st
 
 
 def main(argv: Sequence[str]) -> int:
-    sys.path.insert(0, str(ROOT))
-    paths = [Path(a) for a in argv] or sorted(QUESTIONS_DIR.glob("*.yaml"))
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("files", nargs="*", type=Path, help="question files (default: every one)")
+    paths = parser.parse_args(argv).files or sorted(QUESTIONS_DIR.glob("*.yaml"))
     found = check_files(paths)
     for line in found:
         print(line)

@@ -4,8 +4,8 @@ Real ingested points (chapters and their passages, window multivectors, lexical 
 read once from a source collection and written again, copy after copy, into another collection through
 the store adapter: copy `c` of a point gets the id uuid5(COPY_NAMESPACE, "c/<source id>"), its book the
 key "<key>-copy<c>", and its chunk vector a little Gaussian noise (then normalised again), so that the
-copies keep the distribution of real vectors without being exact duplicates. bench/query.py and
-bench/scale.py build their collections with it.
+copies keep the distribution of real vectors without being exact duplicates. bench.query and
+bench.scale build their collections with it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Retrieval quality of alexandria_query: does the passage that answers a question come back, and how high?
 
-    .venv/bin/python bench/retrieval.py [--model PATH_OR_PACKAGE ...] [--profile baseline|fast|best ...]
+    .venv/bin/python -m bench.retrieval [--model PATH_OR_PACKAGE ...] [--profile baseline|fast|best ...]
                                         [--language ja --language hr ...] [--hint none|llm|blind ...]
                                         [--no-gateway] [--corpus ../shared/corpus] [--scratch bench/out/retrieval]
 
@@ -48,24 +48,29 @@ import asyncio
 import dataclasses
 import json
 import logging
-import os
 import re
-import sys
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
 
-import numpy as np
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from questions import (
+from alexandria.clients import EmbedderClient
+from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
+from alexandria.settings import EmbedderProfile, EmbedderSettings
+from alexandria.store import open_store
+from bench.common import (
     DEFAULT_CORPUS,
+    OUT,
+    bench_logging,
+    corpus_stack,
+    embedder_service,
+    ingest_corpus,
+    ingested_file_names,
+    percentile_ms,
+    store_settings,
+)
+from bench.questions import (
     HEADLINE_LANGUAGES,
     HINT_SETS,
     SPLITS,
@@ -76,20 +81,9 @@ from questions import (
     load_hints,
     load_questions,
 )
-
-from alexandria.book_identity import FileVersion, local_book_key
-from alexandria.clients import EmbedderClient
-from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
-from alexandria.logs import configure_logging
-from alexandria.settings import ClientSettings, EmbedderProfile, EmbedderSettings, StoreSettings
-from alexandria.store import Filter, Store, open_store
-from alexandria.store import schema as f
-from services.embedder import server as embedder_server
 from services.embedder.loading import DEFAULT_MODEL_PACKAGE, name_suffix, resolve_device
 from services.embedder.profiles import require_fetched, resolve_profile
-from services.ingest.documents import ChunkingParams
 from services.ingest.extract import extract_book
-from services.ingest.pipeline import BookIngestor, BookToIngest
 from services.ingest.segment import segment
 from services.query.search import (
     Passage,
@@ -99,10 +93,7 @@ from services.query.search import (
 )
 from services.query.server import EmbedderQueryEncoder
 
-__all__ = ["DEFAULT_CORPUS", "book_file", "embedder_service", "ingest_corpus", "ingested_file_names",
-           "load_questions", "store_settings"]
-
-DEFAULT_SCRATCH = ROOT / "bench" / "out" / "retrieval"
+DEFAULT_SCRATCH = OUT / "retrieval"
 COLLECTION = "retrieval_bench"
 RECALL_AT = (1, 5, 10, 20)
 # A phrase of this many words or more is a line someone could quote (a shorter one is a few key words). Counted by
@@ -167,61 +158,6 @@ def answer_rank(results: Sequence[Passage], question: Question) -> int | None:
         ):
             return rank
     return None
-
-
-def store_settings(scratch: Path) -> StoreSettings:
-    return StoreSettings(alexandria_data_dir=scratch, qdrant_host=None, qdrant_url=None, qdrant_local_path=None)
-
-
-@asynccontextmanager
-async def embedder_service(
-    scratch: Path, model: str | None = None, profile: EmbedderProfile | None = None
-) -> AsyncIterator[EmbedderClient]:
-    """The real embedder server (`model` under `profile`, else the environment's) in this process, on a unix
-    socket in `scratch`."""
-    settings = EmbedderSettings(embedder_listen=f"unix://{scratch.resolve() / 'embedder.sock'}", embedder_model=model,
-                                **({"embedder_profile": profile} if profile else {}))
-    server = embedder_server.create_server(settings)
-    await server.start()
-    client = EmbedderClient(server.address, ClientSettings())
-    try:
-        await client.wait_until_ready()
-        yield client
-    finally:
-        await client.close()
-        await server.stop(grace=1)
-
-
-def ingested_file_names(store: Store, collection: str) -> set[str]:
-    if store.collection_info(collection) is None:
-        return set()
-    paths = store.facet_counts(collection, f.FILE_PATH, Filter(must={f.COMPLETE: True}))
-    return {Path(str(p)).name for p in paths}
-
-
-async def ingest_corpus(
-    store: Store, embedder: EmbedderClient, files: Sequence[Path], collection: str,
-    on_written: Callable[[str], None] = lambda collection: None,
-) -> None:
-    """Ingest `files` into `collection` with the ingest pipeline, as local files, default parameters.
-
-    `on_written` is called with the collection after each book, as the ingest service does to
-    keep the index up to date.
-    """
-    ingestor = BookIngestor(store, embedder, on_written)
-    for path in files:
-        started = time.perf_counter()
-        source = await asyncio.to_thread(local_book_file, path)
-        await ingestor.ingest(source, collection, ChunkingParams(), True, lambda *progress: None)
-        log.info("ingested %s in %.1f s", path.name, time.perf_counter() - started)
-
-
-def local_book_file(path: Path) -> BookToIngest:
-    """A corpus file as the ingest service reads a local file: its metadata from the file itself."""
-    extracted = extract_book(path)
-    version = FileVersion.read(path, extracted.format)
-    return BookToIngest(path, version, local_book_key(version.sha256), extracted.title, extracted.authors,
-                        extracted.language, None, extracted)
 
 
 @dataclass(frozen=True)
@@ -296,7 +232,7 @@ async def query_encode_ms(embedder: EmbedderClient, questions: Sequence[Question
         started = time.perf_counter()
         await embedder.embed_query(q.question)
         seconds.append(time.perf_counter() - started)
-    return float(np.percentile(np.asarray(seconds) * 1000, 50))
+    return percentile_ms(seconds, 50)
 
 
 @dataclass(frozen=True)
@@ -399,11 +335,8 @@ async def ask_through_gateway(
     with each set in turn before the next question, so that the sets' timings share the box's moods."""
     from mcp import Client
 
-    from tests.e2e.stack import start_stack
-
     stack = await asyncio.to_thread(
-        start_stack, scratch, corpus / "calibre-library", corpus / "local-files",
-        {"QDRANT_COLLECTION": COLLECTION, **configuration.env()},
+        corpus_stack, scratch, corpus, {"QDRANT_COLLECTION": COLLECTION, **configuration.env()},
     )
     asked: dict[str, tuple[list[Answer], list[float]]] = {name: ([], []) for name in hint_sets}
     try:
@@ -556,9 +489,9 @@ async def run(
                                  strict=True))
         for hint, (answers, seconds) in through_gateway.items():
             through = by_split(headline(answers), QUERY_LIMIT.default)
-            p50 = float(np.percentile(np.asarray(seconds) * 1000, 50))
+            p50 = percentile_ms(seconds, 50)
             # The same questions without a passage: the price of the passage, question for question.
-            plain_p50 = float(np.percentile(np.asarray([plain_seconds[a.question.question] for a in answers]) * 1000, 50))
+            plain_p50 = percentile_ms([plain_seconds[a.question.question] for a in answers], 50)
             print(table(f"through the gateway (MCP client, tool defaults, hint {hint}): p50 {p50:.1f} ms, the same "
                         f"questions without a passage {plain_p50:.1f} ms", {"gateway": through}))
             result["gateway" if hint == "none" else f"gateway_hint_{hint}"] = {
@@ -579,9 +512,7 @@ def main() -> None:
     parser.add_argument("--hint", action="append", choices=HINT_SETS,
                         help="hint sets to ask with, as hypothetical_passage (repeatable; default: all of them)")
     args = parser.parse_args()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    configure_logging("bench.retrieval", "WARNING")
-    log.setLevel(logging.INFO)
+    bench_logging("retrieval")
     configurations = [Configuration(model, profile) for profile in args.profile or [None]
                       for model in args.model or [None]]
     result = asyncio.run(run(args.corpus, args.scratch.resolve(), configurations, not args.no_gateway, args.language,

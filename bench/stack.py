@@ -1,6 +1,6 @@
 """Stack figures: cold start of the whole stack, RSS of each process at idle, trivial RPC round trip.
 
-    .venv/bin/python bench/stack.py
+    .venv/bin/python -m bench.stack
 
 Starts `alexandria up` on a scratch data directory (embedded store, the sample library),
 then measures. The trivial RPC is a gRPC health Check over the unix socket the stack
@@ -10,33 +10,23 @@ of socket as the baseline.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from grpc import aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from alexandria.grpc_server import build_server
 from alexandria_stack.layout import SAMPLE_LIBRARY, StackLayout
+from bench.common import CALIBRE_LIBRARY, rss_mb
 from tests.e2e.stack import start_stack
 
 CALLS = 1000
-
-
-def rss_mb(pid: int, field: str = "VmRSS") -> float:
-    """A process's resident memory (or another kB line of /proc/PID/status: VmHWM, its peak), in MB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 async def health_rtt_ms(address: str) -> list[float]:
@@ -63,11 +53,11 @@ async def baseline_rtt_ms(socket_dir: Path) -> list[float]:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     with tempfile.TemporaryDirectory(prefix="alexandria-bench-") as scratch:
         data_dir = Path(scratch) / "var"
-        library = ROOT.parent / "shared" / "corpus" / "calibre-library"
         started = time.perf_counter()
-        stack = start_stack(data_dir, library if library.is_dir() else SAMPLE_LIBRARY)
+        stack = start_stack(data_dir, CALIBRE_LIBRARY if CALIBRE_LIBRARY.is_dir() else SAMPLE_LIBRARY)
         cold_start_s = time.perf_counter() - started
         try:
             time.sleep(2)  # let start-up allocations settle before reading RSS at idle

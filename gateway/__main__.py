@@ -14,7 +14,7 @@ import logging
 from alexandria.errors import AlexandriaError
 from alexandria.lifetime import end_with_launcher
 from alexandria.logs import configure_logging
-from alexandria.settings import CommonSettings, GatewaySettings
+from alexandria.settings import CommonSettings, GatewaySettings, settings_refusal
 from gateway.app import create_app
 from gateway.http import serve_http
 
@@ -29,10 +29,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--port", type=int, help="HTTP port, 0 for any free one (default: GATEWAY_PORT, 8765)."
     )
+    parser.add_argument("--launcher-pid", type=int, help="end when this process (`alexandria up`) ends")
     args = parser.parse_args(argv)
 
+    end_with_launcher(args.launcher_pid)
+    refusal = settings_refusal()
+    if refusal is not None:
+        raise SystemExit(refusal)
     common = CommonSettings()
-    end_with_launcher(common.alexandria_launcher_pid)
     configure_logging("gateway", common.alexandria_log_level)
     settings = GatewaySettings()
     overrides = {"gateway_host": args.host, "gateway_port": args.port}

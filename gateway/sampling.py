@@ -1,12 +1,12 @@
 """A hypothetical passage from the client's own model, for a caller that did not write one (QUERY_SAMPLING).
 
 alexandria_query finds far more answers when it is given what the answering passage might say
-(hypothetical_passage; the README's Retrieval quality). A client that declares MCP sampling can be asked to
+(hypothetical_passage; docs/retrieval.md). A client that declares MCP sampling can be asked to
 write one: a short fixed prompt with the question (and the book's title when the call names one), a bounded
 length. `ask_for_passage` is the tool's resolver (the SDK's `Resolve`), so the question reaches the client the way
 its protocol version asks for input:
 
-- before 2026-07-28, as a request the gateway sends mid-call: it is sent here, under QUERY_SAMPLING_TIMEOUT_S,
+- before 2026-07-28, as a request the gateway sends mid-call: it is sent here, under GatewaySettings.query_sampling_timeout_s,
   and whatever goes wrong (a refusal, an error, the deadline) the search goes on without a passage;
 - from 2026-07-28 on, as an input request in the call's result, which the client answers by calling again
   (the SDK's `Sample`): the client runs its model in its own time, and a client that declines ends its call.

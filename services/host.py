@@ -11,6 +11,9 @@ import argparse
 import asyncio
 import importlib
 import logging
+from typing import Any
+
+from pydantic import ValidationError
 
 from alexandria import settings as config
 from alexandria.errors import AlexandriaError
@@ -56,15 +59,49 @@ async def run(services: dict[str, ServiceSettings], store_settings: config.Store
             store.close()
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Read the arguments and every setting of this process (once, here), then serve until stopped."""
+def _listen_address(text: str) -> tuple[str, str]:
+    name, _, address = text.partition("=")
+    if name not in SERVICES or not address:
+        raise argparse.ArgumentTypeError(f"{text!r}: give SERVICE=ADDRESS, SERVICE one of {', '.join(SERVICES)}")
+    return name, address
+
+
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The services to run, where each listens, and the launcher they end with."""
     parser = argparse.ArgumentParser(prog="python -m services", description=__doc__)
     parser.add_argument("names", nargs="+", choices=SERVICES, help="services to run in this process")
-    names = list(dict.fromkeys(parser.parse_args(argv).names))
+    parser.add_argument("--listen", action="append", type=_listen_address, default=[], metavar="SERVICE=ADDRESS",
+                        help="where a service listens (default: " + ", ".join(
+                            f"{name} {address}" for name, address in config.DEFAULT_ADDRESSES.items()) + ")")
+    parser.add_argument("--launcher-pid", type=int, help="end when this process (`alexandria up`) ends")
+    # What a benchmark turns on the embedder it starts; the defaults are EmbedderSettings' tuned constants.
+    parser.add_argument("--max-batch", type=int, help="the embedder's largest batch")
+    parser.add_argument("--queue-limit", type=int, help="texts waiting at once in each of the embedder's lanes")
+    return parser.parse_args(argv)
+
+
+def _overrides(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """What the command line sets in a service's settings."""
+    given = {f"{name}_listen": dict(args.listen).get(name)}
+    if name == "embedder":
+        given |= {"embedder_max_batch": args.max_batch, "embedder_queue_limit": args.queue_limit}
+    return {field: value for field, value in given.items() if value is not None}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Read the arguments and every setting of this process (once, here), then serve until stopped."""
+    args = parse_arguments(argv)
+    names = list(dict.fromkeys(args.names))
+    end_with_launcher(args.launcher_pid)
+    refusal = config.settings_refusal()
+    if refusal is not None:
+        raise SystemExit(refusal)
     common = config.CommonSettings()
-    end_with_launcher(common.alexandria_launcher_pid)
     configure_logging("+".join(names), common.alexandria_log_level)
-    services = {name: _SETTINGS[name]() for name in names}
+    try:
+        services = {name: _SETTINGS[name](**_overrides(name, args)) for name in names}
+    except ValidationError as invalid:
+        raise SystemExit(f"cannot start: {invalid}") from None
     try:
         asyncio.run(run(services, config.StoreSettings()))
     except AlexandriaError as exc:

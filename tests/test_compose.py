@@ -27,7 +27,9 @@ def test_every_service_command_names_a_real_module() -> None:
         assert command[:2] == ["python", "-m"], name
         importlib.import_module(command[2])
         if command[2] == "services":
-            assert set(command[3:]) <= set(SERVICES), name
+            from services.host import parse_arguments
+
+            assert set(parse_arguments(command[3:]).names) <= set(SERVICES), name
         if name == "models":  # runs once, to completion: nothing to check the health of
             continue
         check = spec["healthcheck"]["test"]
@@ -45,12 +47,9 @@ def test_embedder_reserves_a_gpu_and_clients_balance_over_its_replicas() -> None
 
 
 def test_settings_named_in_compose_exist() -> None:
-    from alexandria import settings
+    from alexandria.settings import environment_settings
 
-    known = set()
-    for cls in (settings.CommonSettings, settings.StoreSettings, settings.EmbedderSettings, settings.HubSettings,
-                settings.CatalogSettings, settings.IngestSettings, settings.QuerySettings, settings.GatewaySettings):
-        known |= {f.upper() for f in cls.model_fields}
+    known = {variable for variable, _, _ in environment_settings()}
     for name, spec in _compose()["services"].items():
         if name.startswith("qdrant"):
             continue
@@ -97,11 +96,10 @@ def test_the_cluster_profile_runs_three_qdrant_nodes_joining_the_first() -> None
 
 def test_the_services_take_the_cluster_and_the_layout_from_the_shell() -> None:
     services = _compose()["services"]
-    passed_through = {"QDRANT_SHARD_NUMBER", "QDRANT_REPLICATION_FACTOR", "QDRANT_WRITE_CONSISTENCY_FACTOR",
-                      "QDRANT_QUANTIZATION", "QDRANT_ON_DISK"}
+    passed_through = {"QDRANT_SHARD_NUMBER", "QDRANT_REPLICATION_FACTOR", "QDRANT_QUANTIZATION"}
     for name in ("catalog", "ingest", "query"):
         environment = services[name]["environment"]
-        assert environment["QDRANT_HOST"] == "${QDRANT_HOST:-qdrant}"  # qdrant-node-1 for the cluster
+        assert environment["QDRANT_URL"] == "${QDRANT_URL:-http://qdrant:6333}"  # qdrant-node-1 for the cluster
         # No value: the shell's when it sets one, else unset (the settings' defaults), never an empty string.
         assert all(environment[variable] is None for variable in passed_through), name
     assert services["embedder"]["deploy"]["replicas"] == "${EMBEDDER_REPLICAS:-1}"

@@ -11,6 +11,7 @@ import pytest
 from grpc import aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from alexandria import grpc_server
 from alexandria.clients import WINDOWED_PASSAGES_PER_REQUEST, EmbedderClient, ServiceClient
 from alexandria.errors import DeadlineExceeded, InvalidArgument, Unavailable
 from alexandria.grpc_server import ServiceServer, build_server
@@ -26,7 +27,7 @@ WATCHED = "alexandria.test.Watched"
 
 @pytest.fixture
 def short_keepalive(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GRPC_KEEPALIVE_S", str(KEEPALIVE_S))
+    monkeypatch.setattr(grpc_server, "KEEPALIVE_S", KEEPALIVE_S)
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ def open_store(settings: StoreSettings) -> Store:
         raise FailedPrecondition(
             f"{', '.join(server_only)} shape a Qdrant server's collections, but no server is configured: the "
             "embedded store keeps each collection in one shard of this process, with a write-ahead log of its "
-            "own. Set QDRANT_URL (or QDRANT_HOST) to use a server or cluster, or unset them."
+            "own. Set QDRANT_URL to use a server or cluster, or unset them."
         )
     from alexandria.store.embedded import EmbeddedStore
 
@@ -51,7 +51,7 @@ def check_compactable(settings: StoreSettings, max_segment_mb: int) -> None:
     if settings.backend == "server":
         raise FailedPrecondition(
             "A Qdrant server merges its collections' segments itself, in the background, beside its searches; "
-            "compacting is for the embedded store (unset QDRANT_URL, QDRANT_HOST and QDRANT_LOCAL_PATH)."
+            "compacting is for the embedded store (unset QDRANT_URL)."
         )
     store = settings.embedded_path
     try:

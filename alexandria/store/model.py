@@ -32,13 +32,13 @@ MULTIVECTORS = (WINDOWS, SENTENCES)
 # A hybrid query's dense candidates are fused by rank, and the fused pool is then scored exactly (`similarities`):
 # rescoring them with the original vectors inside the prefetch reads each quantised segment's originals (the
 # prefetch times QDRANT_QUANTIZATION_OVERSAMPLING of them, at random, from mmapped files under QDRANT_ON_DISK)
-# for an order only the fusion's ranks use. At 1,001,910 points (8 segments, int8; README) the process held to
+# for an order only the fusion's ranks use. At 1,001,910 points (8 segments, int8; CHANGELOG.md) the process held to
 # 1.5 GB answered the hybrid query in 38-45 ms p50 without it against 79-89 ms with it; with the memory to
 # spare, 29.8 against 31.3 ms. A plain dense search still rescores: its order is its answer.
 HYBRID_PREFETCH_RESCORES = False
 # For the same reason, the prefetch searches a collection of large segments (whose dense searches visit up to 4 times
 # QDRANT_HNSW_EF for their own top 10: EmbeddedStore.dense_search) at most this many times QDRANT_HNSW_EF. At 1,001,910
-# points (8 segments of up to 970 MB; README), 152 questions put the answer at the same rank after the whole ranking
+# points (8 segments of up to 970 MB; CHANGELOG.md), 152 questions put the answer at the same rank after the whole ranking
 # with 512 as with 1024 (256 moved 3 of them), and the fused query took 22.7 ms p50 against 30.4.
 HYBRID_PREFETCH_EF_FACTOR = 2
 

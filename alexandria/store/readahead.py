@@ -6,8 +6,8 @@ random is what changed the figures below). So each candidate whose windows a sea
 kernel's whole readahead window around them. On a store larger than the page cache (10,008 books, 22 GB, one
 process held to 4.4 GB), scoring a search's 70 candidates' windows took 65 ms p50, and the pages it read pushed
 the rest of the store's hot pages out (the fused first stage 41 ms, against 17 with the memory free). Advised
-random, the same reads took 4.4 ms and the first stage 16.8, the process never reaching its limit (README, *A
-large library on one machine*). The engine maps the files of each segment as it loads it, so the advice is
+random, the same reads took 4.4 ms and the first stage 16.8, the process never reaching its limit (CHANGELOG.md,
+2026-11-28). The engine maps the files of each segment as it loads it, so the advice is
 given again whenever the collection's segments may have changed.
 """
 

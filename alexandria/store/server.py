@@ -144,7 +144,7 @@ class ServerStore(Store):
 
     @classmethod
     def connect(cls, settings: StoreSettings) -> ServerStore:
-        """A client for the configured server (QDRANT_URL, else QDRANT_HOST) or local mode (QDRANT_LOCAL_PATH)."""
+        """A client for the configured server (QDRANT_URL) or qdrant-client's local mode (tests)."""
         api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
         layout = CollectionLayout.of(settings)
         options = _collection_options(settings)
@@ -159,13 +159,8 @@ class ServerStore(Store):
                 ) from exc
             return cls(client, location, False, layout, options, local_path=settings.qdrant_local_path)
         timeout_s = settings.qdrant_timeout_s
-        if settings.qdrant_url:
-            client = QdrantClient(url=settings.qdrant_url, api_key=api_key, timeout=timeout_s, check_compatibility=False)
-            return cls(client, f"Qdrant at {settings.qdrant_url}", True, layout, options, timeout_s=timeout_s)
-        client = QdrantClient(host=settings.qdrant_host, port=settings.qdrant_port, api_key=api_key, timeout=timeout_s,
-                              check_compatibility=False)
-        location = f"Qdrant at {settings.qdrant_host}:{settings.qdrant_port}"
-        return cls(client, location, True, layout, options, timeout_s=timeout_s)
+        client = QdrantClient(url=settings.qdrant_url, api_key=api_key, timeout=timeout_s, check_compatibility=False)
+        return cls(client, f"Qdrant at {settings.qdrant_url}", True, layout, options, timeout_s=timeout_s)
 
     # collections
 
@@ -491,7 +486,7 @@ class ServerStore(Store):
             if isinstance(exc.source, httpx.TransportError):
                 raise Unavailable(
                     f"{self._location} cannot be reached ({exc.source}); check that it is running and that "
-                    "QDRANT_URL or QDRANT_HOST/QDRANT_PORT point at it."
+                    "QDRANT_URL points at it."
                 ) from exc
             raise FailedPrecondition(
                 f"{self._location} answered in a form this client cannot read ({exc.source}); the server's version "

@@ -96,7 +96,7 @@ def resolve_model_source(
         if not folder.is_dir():
             raise FailedPrecondition(
                 f"{variable}={spec} names a model on the Hugging Face hub that is not in {models_dir}: fetch it once "
-                f"with `{pull_command(spec)}` (`alexandria up` fetches it itself, unless EMBEDDER_FETCH=never or "
+                f"with `{pull_command(spec)}` (`alexandria up` fetches it itself, unless "
                 "ALEXANDRIA_OFFLINE is set)."
             )
         verify_installed(folder, spec)

@@ -290,7 +290,7 @@ class OpenVinoTokenEmbeddings(_PerThreadCount):
 
     A compiled model keeps, for as long as it lives, buffers for the largest pass it has run and state for
     every input shape it has met: after syncing the shared library the embedder (a model for the query lane
-    and one for each bulk worker) held 5.3 GB (bench/scale.py with no size). So a pass runs in parts of at
+    and one for each bulk worker) held 5.3 GB (bench.scale with no size). So a pass runs in parts of at
     most PASS_TOKENS tokens, its width padded with masked columns (dropped from the output) to a few
     shapes (`padded_width`), and the bulk lane drops its workers' models when it idles (`release`): 0.97 GB
     after the same sync (2.4 GB at its peak), which also ran faster (Pride and Prejudice through

@@ -98,8 +98,8 @@ def auto_on_cpu(recorded_model: str | None, books_by_language: Mapping[str, int]
     has one (`recorded_model`, the name it records; AUTO_ON_CPU for a model no profile runs), else `multilingual`
     when many of its books (`books_by_language`, as Calibre counts them) are in languages AUTO_ON_CPU's model was
     not trained on, else AUTO_ON_CPU. bench/retrieval.py, recall@5 without a passage: on Japanese and Croatian
-    multilingual 0.823 against fast's 0.375, on English within 0.04 either way (README, *Which profile answers
-    best*); fast ingests twice as fast."""
+    multilingual 0.823 against fast's 0.375, on English within 0.04 either way (docs/retrieval.md, *Which
+    profile answers best*); fast ingests twice as fast."""
     if recorded_model is not None:
         kept = AUTO_KEEPS.get(recorded_base_name(recorded_model), AUTO_ON_CPU)
         return kept, f"the library's collection was made with {recorded_model}"
@@ -173,7 +173,7 @@ def require_fetched(choice: ModelChoice, models_dir: Path) -> None:
         if not is_fetched(model_id, models_dir):
             raise FailedPrecondition(
                 f"{model_id} (EMBEDDER_PROFILE={choice.profile}) is not in {models_dir}: fetch it once with "
-                f"`{pull_command(model_id)}` (`alexandria up` fetches it itself, unless EMBEDDER_FETCH=never or "
+                f"`{pull_command(model_id)}` (`alexandria up` fetches it itself, unless "
                 "ALEXANDRIA_OFFLINE is set), or choose another profile."
             )
     if choice.fetch is not None and not (Path(choice.model) / "modules.json").is_file():

@@ -6,7 +6,7 @@ is a run of whole words of the passage, at most the model's length with the head
 special tokens counted, consecutive windows sharing about `overlap` tokens so that no sentence is only
 ever seen cut in two; a window never crosses the passage. The header (the book's title and chapter)
 gives each window the context a bare run of words lacks ("he" instead of the character's name, no
-scene). Measured on bench/windows.py: see the README's retrieval section.
+scene). Measured by the windows bench (bench/windows.py, in git history): see docs/retrieval.md.
 
 The model cuts words into units and counts their tokens (`TokenizedText`); this module only groups them.
 """

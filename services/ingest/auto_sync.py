@@ -1,8 +1,9 @@
 """The automatic sync: a library that keeps itself in step while the stack runs (AUTO_SYNC, on by default).
 
-Every AUTO_SYNC_POLL_S the catalog says what the library holds (GetLibraryState: a digest of its books, files and
-highlights, read again only when metadata.db was written; a write that changes none of them, as Calibre's viewer
-saving the reader's place, leaves it as it was). When that differs from where it stood at the last automatic sync, and has not changed for
+Every IngestSettings.auto_sync_poll_s the catalog says what the library holds (GetLibraryState: a digest of its
+books, files and highlights, read again only when metadata.db was written; a write that changes none of them, as
+Calibre's viewer saving the reader's place, leaves it as it was). When that differs from where it stood at the last
+automatic sync, and has not changed for
 AUTO_SYNC_QUIET_S (Calibre writes metadata.db many times while it adds a batch), the same sync as `alexandria
 sync` runs on the default collection; once at start too when the library changed since the last one, so a new
 library starts indexing as soon as the stack is up. Never two syncs at once: a manual sync or a reindex holds

@@ -7,7 +7,7 @@ vectors, which covers the whole chunk where a direct embedding would stop at the
 from them. Each passage is then embedded again as windows that fit the model, each starting with the
 book's title and the passage's chapter (the embedder cuts them in its own tokens): its window vectors,
 which ranking compares with the question, see the whole passage in context, where a sentence alone has
-lost it (bench/windows.py measured both). The chapter parents are embedded from a bounded opening.
+lost it (the windows bench, bench/windows.py in git history, measured both). The chapter parents are embedded from a bounded opening.
 
 `BookIngestor` runs them for one book and reports progress through a `Report`
 callback; the servicer turns reports into a stream. Blocking work (reading files,

@@ -1,6 +1,8 @@
 """`python -m services.query`: run the query service alone (see services/host.py)."""
 
+import sys
+
 from services.host import main
 
 if __name__ == "__main__":  # not when a spawned worker process imports it
-    main(["query"])
+    main(["query", *sys.argv[1:]])

@@ -47,7 +47,8 @@ PREFETCH = 100
 # A first stage that leaves the level of its candidates to be checked with their scores (search.candidate_filters)
 # finds this many more, so that the chapters among them still leave a pool of CANDIDATE_POOL passages: on the
 # retrieval bench's 23 books (440 questions, fast) the first 50 held 2.4 chapters on average (18 at most), the first 70
-# 3.5 (26 at most), leaving 7 questions under 50 passages; every headline figure of the bench stayed as it was (README).
+# 3.5 (26 at most), leaving 7 questions under 50 passages; every headline figure of the bench stayed as it was
+# (CHANGELOG.md, 2026-11-28).
 UNCHECKED_MARGIN = 20
 # Tuned on the tuning half of bench/retrieval.py with the default model (recall@5 / recall@10 / MRR@10
 # over semantic weights 0.5-1.0): 0.7 gave 0.45 / 0.54 / 0.362, 0.8 0.45 / 0.58 / 0.360, 0.9
@@ -55,7 +56,7 @@ UNCHECKED_MARGIN = 20
 # it keeps a lone weak word match from counting as a full one.
 SEMANTIC_WEIGHT = 0.9
 LEXICAL_SCALE = 8.0
-# The best window's share of the semantic similarity, the chunk vector having the rest. bench/windows.py,
+# The best window's share of the semantic similarity, the chunk vector having the rest. the windows bench (bench/windows.py, in git history),
 # tuning half (recall@5 / MRR@10), windows of 256 tokens overlapping by 64 under the title and chapter:
 # best window alone 0.56 / 0.398, 3:1 0.57 / 0.410, 1:1 0.55 / 0.412, 1:3 0.53 / 0.387; sentence vectors
 # instead of windows (1:1, what ranking did before) 0.51 / 0.363, and adding them to the windows gained nothing.

@@ -74,7 +74,7 @@ from services.query.ranking import (
 )
 
 # bench/retrieval.py (222 questions over 13 books): hybrid finds more answers in the top five than
-# either mode alone, on both halves; the figures are in the README.
+# either mode alone, on both halves; the figures are in docs/benchmarks.md.
 DEFAULT_SEARCH_MODE = SearchMode.HYBRID
 # A candidate deleted between the first stage and the read of its payload means a write came between them: most
 # often a book re-ingested, its new version made visible and its old one deleted, where the first stage saw the old
@@ -352,7 +352,7 @@ class Searcher:
         """`ranked` with the query terms each of `hits` holds (none for a candidate no longer stored: its payload's
         read finds it gone), from one engine call that scores them for each term alone: a passage holds a term when
         it scores for it. Reading their lexical vectors instead (a few hundred term ids each) took 4.7 ms for 55
-        candidates at 10,000 books, this 1.0, to the same answer for each of 200 questions (README)."""
+        candidates at 10,000 books, this 1.0, to the same answer for each of 200 questions (CHANGELOG.md)."""
         ids = [hit.id for hit in hits]
         answers = self.store.similarities(collection, ids,
                                           [(SparseVector([term], [1.0]), SPARSE) for term in terms.indices])
@@ -442,7 +442,7 @@ def candidate_filters(query: SearchQuery) -> tuple[Filter, Filter | None]:
     (the chapters, the only others but the few highlights, hold no lexical terms: on the retrieval bench's books 3.5
     of the first 70 candidates were chapters on average, hence UNCHECKED_MARGIN), and the engine checks a level at each
     point its searches visit, where the `complete` flag costs a fraction of that: at 10,000 books the fused first stage
-    took 21.3 ms p50 with both, 15.5 with `complete` alone (README). A search of the highlights, a small share of the points, keeps it in the first stage, where the
+    took 21.3 ms p50 with both, 15.5 with `complete` alone (CHANGELOG.md). A search of the highlights, a small share of the points, keeps it in the first stage, where the
     engine reads them from the level's index."""
     where = search_filter(query)
     if query.search_in is SearchIn.HIGHLIGHTS:

@@ -92,7 +92,7 @@ class RunningStack:
         """Every point of the collection, read from the embedded store itself once the stack has stopped (the
         stack holds the store while it runs): what searches and stats, which show complete books only, hide."""
         assert self.process.poll() is not None, "the stack holds its store until it stops"
-        store = open_store(StoreSettings(alexandria_data_dir=self.data_dir, qdrant_host=None, qdrant_url=None,
+        store = open_store(StoreSettings(alexandria_data_dir=self.data_dir, qdrant_url=None,
                                          qdrant_local_path=None))
         try:
             if store.collection_info(collection) is None:
@@ -126,8 +126,7 @@ def start_stack(data_dir: Path, library: Path, inbox: Path | None = None, extra_
     }
     if inbox is not None:
         env["LOCAL_INGEST_PATH"] = str(inbox)
-    for var in ("QDRANT_HOST", "QDRANT_URL", "QDRANT_LOCAL_PATH"):
-        env.pop(var, None)
+    env.pop("QDRANT_URL", None)
     alexandria = Path(sys.executable).with_name("alexandria")
     # Set here for the moment of the fork: a signal's disposition is inherited, and an ignored one kept across exec.
     inherited = {sig: signal.signal(sig, handler) for sig, handler in (dispositions or {}).items()}

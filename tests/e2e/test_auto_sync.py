@@ -17,7 +17,7 @@ from e2e.stack import RunningStack, StoredPoints, start_stack
 from e2e.test_sync import calibredb, ingested, seven_book_library
 
 QUIET_S = 2.0
-AUTO_SYNC = {"AUTO_SYNC": "true", "AUTO_SYNC_QUIET_S": str(QUIET_S), "AUTO_SYNC_POLL_S": "0.2"}
+AUTO_SYNC = {"AUTO_SYNC": "true", "AUTO_SYNC_QUIET_S": str(QUIET_S)}
 
 
 async def auto_sync(stack: RunningStack) -> dict:

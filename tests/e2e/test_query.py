@@ -159,10 +159,10 @@ async def test_an_off_topic_question_with_a_confident_passage_is_still_turned_aw
     assert found["results"] == [] and "threshold" in found["notice"], found
 
 
-def _stdio(stack: RunningStack, **env: str) -> StdioServerParameters:
+def _stdio(stack: RunningStack) -> StdioServerParameters:
     """`alexandria mcp` (the gateway on stdio, as Claude Code runs it) with QUERY_SAMPLING on."""
     return StdioServerParameters(command=str(Path(sys.executable).with_name("alexandria")), args=["mcp"],
-                                 env={**stack.env, "QUERY_SAMPLING": "true", **env})
+                                 env={**stack.env, "QUERY_SAMPLING": "true"})
 
 
 @pytest.mark.parametrize("protocol", ["auto", "legacy"])  # 2026-07-28's input requests; the request of before
@@ -201,7 +201,7 @@ async def test_a_sampling_client_of_before_2026_07_28_that_gives_no_passage_gets
             raise RuntimeError("the model's service is down")
         return ErrorData(code=-1, message="The user declined the sampling request.")
 
-    async with Client(_stdio(stack, QUERY_SAMPLING_TIMEOUT_S="1"), sampling_callback=the_clients_model,
+    async with Client(_stdio(stack), sampling_callback=the_clients_model,
                       mode="legacy") as client:
         started = asyncio.get_running_loop().time()
         found, is_error = await call(client, "alexandria_query", {"query": QUESTION, "guardian": "none"})

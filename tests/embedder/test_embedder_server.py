@@ -183,12 +183,11 @@ def test_a_missing_model_folder_stops_the_service_at_start_up_naming_it(
 ) -> None:
     missing = tmp_path / "models" / "bge-m3"
     monkeypatch.setenv("EMBEDDER_MODEL", str(missing))
-    monkeypatch.setenv("EMBEDDER_LISTEN", "127.0.0.1:0")
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level  # main configures process-wide logging
     try:
         with pytest.raises(SystemExit) as exit_:
-            main(["embedder"])
+            main(["embedder", "--listen", "embedder=127.0.0.1:0"])
     finally:
         root.handlers[:], root.level = handlers, level
     assert exit_.value.code == 2

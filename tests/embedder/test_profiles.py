@@ -110,12 +110,11 @@ def test_the_service_stops_at_start_up_when_its_profiles_model_is_missing(
     monkeypatch.setenv("EMBEDDER_PROFILE", "best")
     monkeypatch.setenv("EMBEDDER_DEVICE", "cpu")
     monkeypatch.setenv("EMBEDDER_MODELS_DIR", str(tmp_path))
-    monkeypatch.setenv("EMBEDDER_LISTEN", "127.0.0.1:0")
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level  # main configures process-wide logging
     try:
         with pytest.raises(SystemExit) as exit_:
-            main(["embedder"])
+            main(["embedder", "--listen", "embedder=127.0.0.1:0"])
     finally:
         root.handlers[:], root.level = handlers, level
     assert exit_.value.code == 2

@@ -75,7 +75,7 @@ class IngestService:
 async def service(tmp_path: Path) -> AsyncIterator[IngestService]:
     local = tmp_path / "local"
     local.mkdir()
-    store_settings = StoreSettings(alexandria_data_dir=tmp_path / "data", qdrant_host=None, qdrant_url=None,
+    store_settings = StoreSettings(alexandria_data_dir=tmp_path / "data", qdrant_url=None,
                                    qdrant_local_path=None)
     settings = IngestSettings(ingest_listen="127.0.0.1:0", local_ingest_path=local, store=store_settings)
     store, catalog, embedder = embedded_store(tmp_path / "data"), FakeCatalog(), FakeEmbedder()

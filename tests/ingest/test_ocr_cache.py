@@ -201,10 +201,8 @@ def test_the_cache_drops_the_books_read_longest_ago_past_its_size(tmp_path: Path
 
 
 def test_the_cache_lives_in_the_data_dir_and_a_size_of_zero_keeps_nothing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("INGEST_OCR_CACHE_MB", raising=False)
+        tmp_path: Path) -> None:
     options = OcrOptions.from_settings(IngestSettings(store=StoreSettings(alexandria_data_dir=tmp_path)))
     assert options.cache is not None and options.cache.folder == tmp_path / "ocr"
     assert options.cache.max_bytes == 512 * 2**20
-    monkeypatch.setenv("INGEST_OCR_CACHE_MB", "0")
-    assert OcrOptions.from_settings(IngestSettings()).cache is None
+    assert OcrOptions.from_settings(IngestSettings(ingest_ocr_cache_mb=0)).cache is None

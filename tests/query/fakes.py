@@ -55,7 +55,7 @@ class RecordingStore:
 
 def embedded_store(folder: Path) -> RecordingStore:
     """A real embedded store in `folder`, recording its calls."""
-    settings = StoreSettings(alexandria_data_dir=folder, qdrant_host=None, qdrant_url=None, qdrant_local_path=None)
+    settings = StoreSettings(alexandria_data_dir=folder, qdrant_url=None, qdrant_local_path=None)
     return RecordingStore(open_store(settings))
 
 

@@ -65,7 +65,7 @@ class Stack:
 
 
 def _store_settings(data_dir: Path) -> StoreSettings:
-    return StoreSettings(alexandria_data_dir=data_dir, qdrant_host=None, qdrant_url=None, qdrant_local_path=None)
+    return StoreSettings(alexandria_data_dir=data_dir, qdrant_url=None, qdrant_local_path=None)
 
 
 def _query_settings(data_dir: Path, budget: int = 80_000) -> QuerySettings:

@@ -1,7 +1,7 @@
 """The retrieval question set is sound: large, split by book, asked in other words than the books.
 
 Each phrase is checked against the text ingest extracts from the book's file (the text chunks are
-cut from), with the same case-and-spacing comparison bench/retrieval.py scores with.
+cut from), with the same case-and-spacing comparison bench.retrieval scores with.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from bench_modules import load_bench_module
 
-questions = load_bench_module("questions")
+from bench import questions
+
 BOOKS = questions.load_books()
 QUESTIONS = [q for book in BOOKS for q in book.questions]
 

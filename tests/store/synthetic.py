@@ -27,9 +27,9 @@ def settings_for(backend: str, folder: Path) -> StoreSettings:
     """Settings that pick `backend` on `folder`, whatever QDRANT_* the environment holds."""
     if backend == "embedded":
         return StoreSettings(
-            alexandria_data_dir=folder, qdrant_host=None, qdrant_url=None, qdrant_local_path=None
+            alexandria_data_dir=folder, qdrant_url=None, qdrant_local_path=None
         )
-    return StoreSettings(qdrant_local_path=folder / "qdrant-local", qdrant_host=None, qdrant_url=None)
+    return StoreSettings(qdrant_local_path=folder / "qdrant-local", qdrant_url=None)
 
 
 def engine_of(backend: str) -> Engine:

@@ -57,12 +57,15 @@ def laid_out(backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> I
     opened.close()
 
 
-def test_the_settings_are_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in {"QDRANT_QUANTIZATION": "int8", "QDRANT_QUANTIZATION_OVERSAMPLING": "3", "QDRANT_ON_DISK": "true",
+def test_the_quantization_is_a_setting_and_the_graphs_tuning_is_fixed(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {"QDRANT_QUANTIZATION": "binary", "QDRANT_QUANTIZATION_OVERSAMPLING": "3",
                         "QDRANT_HNSW_M": "32", "QDRANT_HNSW_EF_CONSTRUCT": "256", "QDRANT_HNSW_EF": "512"}.items():
         monkeypatch.setenv(name, value)
 
-    assert CollectionLayout.of(StoreSettings()) == CollectionLayout("int8", 3.0, True, 32, 256, 512)
+    assert CollectionLayout.of(StoreSettings()) == CollectionLayout("binary", 2.0, True, 16, 100, 256)
+    tuned = StoreSettings(qdrant_quantization_oversampling=3, qdrant_hnsw_m=32, qdrant_hnsw_ef_construct=256,
+                          qdrant_hnsw_ef=512)
+    assert CollectionLayout.of(tuned) == CollectionLayout("binary", 3.0, True, 32, 256, 512)
 
     monkeypatch.setenv("QDRANT_QUANTIZATION", "int4")
     with pytest.raises(ValidationError, match="'none', 'int8' or 'binary'"):

@@ -33,7 +33,7 @@ def closed_port() -> int:
 
 def test_an_unreachable_server_is_unavailable_naming_its_url() -> None:
     url = f"http://127.0.0.1:{closed_port()}"
-    store = open_store(StoreSettings(qdrant_url=url, qdrant_host=None, qdrant_local_path=None))
+    store = open_store(StoreSettings(qdrant_url=url, qdrant_local_path=None))
     try:
         for operation in (lambda: store.collection_info("library"), lambda: store.count("library")):
             with pytest.raises(Unavailable, match=f"Qdrant at {url} cannot be reached"):
@@ -146,7 +146,7 @@ def test_a_server_in_trouble_is_told_as_what_it_is_not_as_an_internal_error(
     status: int, error: str, delay_s: float, raised: type[Exception], message: str
 ) -> None:
     with failing_server(status, error, delay_s) as url:
-        store = open_store(StoreSettings(qdrant_url=url, qdrant_host=None, qdrant_local_path=None, qdrant_timeout_s=1))
+        store = open_store(StoreSettings(qdrant_url=url, qdrant_local_path=None, qdrant_timeout_s=1))
         try:
             with pytest.raises(raised, match=message):
                 store.collection_info("library")

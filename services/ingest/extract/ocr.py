@@ -60,7 +60,7 @@ class OcrOptions:
     @classmethod
     def from_settings(cls, settings: IngestSettings) -> OcrOptions:
         """The service's OCR limits, language data and cache (INGEST_OCR_MAX_PAGES, TESSDATA_PREFIX,
-        INGEST_OCR_CACHE_MB)."""
+        IngestSettings.ingest_ocr_cache_mb)."""
         cache = (OcrCache(settings.store.alexandria_data_dir / "ocr", int(settings.ingest_ocr_cache_mb * 2**20))
                  if settings.ingest_ocr_cache_mb > 0 else None)
         return cls(max_pages=settings.ingest_ocr_max_pages, tessdata=settings.tessdata_prefix, cache=cache)

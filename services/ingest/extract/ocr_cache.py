@@ -8,7 +8,7 @@ names the file's content (its sha256) and all that decides what OCR reads from i
 resolution, PyMuPDF's version (which carries Tesseract) and the format of what is kept. A changed file, or a
 book read in another language, is another folder. A file replaced or rewritten after it was hashed keeps no more
 pages there: what OCR reads of it from then on is not what that hash names. The folder is held to
-INGEST_OCR_CACHE_MB: past it, the books read longest ago are dropped whole. A page file that cannot be read is read
+IngestSettings.ingest_ocr_cache_mb: past it, the books read longest ago are dropped whole. A page file that cannot be read is read
 by OCR again.
 """
 
@@ -77,7 +77,7 @@ class OcrCache:
             for oldest in sorted((other for other in sizes if other != book), key=_read_at):
                 shutil.rmtree(oldest, ignore_errors=True)
                 total -= sizes.pop(oldest)
-                log.info("dropped the OCR text kept in %s: the cache is held to %d MB (INGEST_OCR_CACHE_MB)",
+                log.info("dropped the OCR text kept in %s: the cache is held to %d MB",
                          oldest.name, self.max_bytes // 2**20)
                 if total <= self.max_bytes:
                     break

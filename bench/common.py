@@ -1,0 +1,179 @@
+"""What the benches share: where the corpus and the scratch folders are, percentiles and latencies, logging,
+the settings a bench turns by flag, a store and an embedder in this process, the corpus ingested into a scratch
+store, a stack on the corpus, MCP tool calls timed, and a process's memory."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from mcp import Client
+
+from alexandria.book_identity import FileVersion, local_book_key
+from alexandria.clients import EmbedderClient
+from alexandria.logs import configure_logging
+from alexandria.settings import ClientSettings, EmbedderProfile, EmbedderSettings, StoreSettings
+from alexandria.store import Filter, Store
+from alexandria.store import schema as f
+from services.ingest.documents import ChunkingParams
+from services.ingest.extract import extract_book
+from services.ingest.pipeline import BookIngestor, BookToIngest
+from tests.e2e.stack import RunningStack, start_stack
+
+ROOT = Path(__file__).resolve().parent.parent
+# Scratch folders a bench keeps between runs (ignored by git).
+OUT = ROOT / "bench" / "out"
+DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus"
+CALIBRE_LIBRARY = DEFAULT_CORPUS / "calibre-library"
+PRIDE_EPUB = CALIBRE_LIBRARY / "Jane Austen" / "Pride and Prejudice (1)" / "Pride and Prejudice - Jane Austen.epub"
+
+# The store's tuning settings, which a bench that builds or serves a collection takes as flags (setting_flags).
+STORE_SETTINGS = ("QDRANT_HNSW_EF", "QDRANT_QUANTIZATION", "QDRANT_QUANTIZATION_OVERSAMPLING", "QDRANT_ON_DISK",
+                  "QDRANT_HNSW_M", "QDRANT_HNSW_EF_CONSTRUCT", "EMBEDDED_SEARCH_THREADS", "EMBEDDED_MAX_SEGMENT_MB",
+                  "EMBEDDED_MERGED_SEGMENT_MB")
+
+log = logging.getLogger("bench")
+
+
+def bench_logging(name: str) -> None:
+    """Warnings from everything, and the benches' own progress (every `bench.*` logger), as bench `name`."""
+    configure_logging(f"bench.{name}", "WARNING")
+    log.setLevel(logging.INFO)
+
+
+def percentile_ms(seconds: Sequence[float], q: float) -> float:
+    """The `q`th percentile (0-100, interpolated between samples) of durations in seconds, in ms."""
+    return float(np.percentile(np.asarray(seconds) * 1000, q))
+
+
+@dataclass(frozen=True)
+class Latency:
+    p50_ms: float
+    p95_ms: float
+    count: int
+
+    @classmethod
+    def of(cls, seconds: Sequence[float]) -> Latency:
+        return cls(percentile_ms(seconds, 50), percentile_ms(seconds, 95), len(seconds))
+
+
+def setting_flags(parser: argparse.ArgumentParser, names: Sequence[str]) -> None:
+    """A flag for each setting (`--qdrant-hnsw-ef` for QDRANT_HNSW_EF) that sets it for this bench and the
+    processes it starts; apply_setting_flags puts them in place. The setting's own class checks the value."""
+    group = parser.add_argument_group("settings", "each sets the variable of its name for this bench and the "
+                                      "stack it starts (default: the environment's)")
+    for name in names:
+        group.add_argument(f"--{name.lower().replace('_', '-')}", dest=f"setting_{name}", metavar=name)
+
+
+def apply_setting_flags(args: argparse.Namespace) -> None:
+    """The settings given by setting_flags' flags, in this process's environment (a stack inherits it)."""
+    for key, value in vars(args).items():
+        if key.startswith("setting_") and value is not None:
+            os.environ[key.removeprefix("setting_")] = value
+
+
+def store_settings(scratch: Path) -> StoreSettings:
+    return StoreSettings(alexandria_data_dir=scratch, qdrant_url=None, qdrant_local_path=None)
+
+
+@asynccontextmanager
+async def embedder_service(
+    scratch: Path, model: str | None = None, profile: EmbedderProfile | None = None
+) -> AsyncIterator[EmbedderClient]:
+    """The real embedder server (`model` under `profile`, else the environment's) in this process, on a unix
+    socket in `scratch`."""
+    # Imported here: torch and the model's libraries, which a bench that starts no embedder need not load.
+    from services.embedder import server as embedder_server
+
+    settings = EmbedderSettings(embedder_listen=f"unix://{scratch.resolve() / 'embedder.sock'}", embedder_model=model,
+                                **({"embedder_profile": profile} if profile else {}))
+    server = embedder_server.create_server(settings)
+    await server.start()
+    client = EmbedderClient(server.address, ClientSettings())
+    try:
+        await client.wait_until_ready()
+        yield client
+    finally:
+        await client.close()
+        await server.stop(grace=1)
+
+
+def ingested_file_names(store: Store, collection: str) -> set[str]:
+    if store.collection_info(collection) is None:
+        return set()
+    paths = store.facet_counts(collection, f.FILE_PATH, Filter(must={f.COMPLETE: True}))
+    return {Path(str(p)).name for p in paths}
+
+
+async def ingest_corpus(
+    store: Store, embedder: EmbedderClient, files: Sequence[Path], collection: str,
+    on_written: Callable[[str], None] = lambda collection: None,
+) -> None:
+    """Ingest `files` into `collection` with the ingest pipeline, as local files, default parameters.
+
+    `on_written` is called with the collection after each book, as the ingest service does to
+    keep the index up to date.
+    """
+    ingestor = BookIngestor(store, embedder, on_written)
+    for path in files:
+        started = time.perf_counter()
+        source = await asyncio.to_thread(local_book_file, path)
+        await ingestor.ingest(source, collection, ChunkingParams(), True, lambda *progress: None)
+        log.info("ingested %s in %.1f s", path.name, time.perf_counter() - started)
+
+
+def local_book_file(path: Path) -> BookToIngest:
+    """A corpus file as the ingest service reads a local file: its metadata from the file itself."""
+    extracted = extract_book(path)
+    version = FileVersion.read(path, extracted.format)
+    return BookToIngest(path, version, local_book_key(version.sha256), extracted.title, extracted.authors,
+                        extracted.language, None, extracted)
+
+
+def corpus_stack(data_dir: Path, corpus: Path, extra_env: dict[str, str] | None = None) -> RunningStack:
+    """`alexandria up` on `data_dir`, serving the corpus's Calibre library and its local files."""
+    return start_stack(data_dir, corpus / "calibre-library", corpus / "local-files", extra_env)
+
+
+async def call_tool(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The tool's structured result; a tool error stops the benchmark, naming it."""
+    result = await client.call_tool(tool, arguments)
+    if result.is_error:
+        raise SystemExit(f"{tool} failed: {result.structured_content or result.content}")
+    return result.structured_content or {}
+
+
+def query_tool(client: Client, context_mode: str) -> Callable[[str], Awaitable[object]]:
+    """alexandria_query in `context_mode`, every other argument at its default."""
+    return lambda question: call_tool(client, "alexandria_query", {"query": question, "context_mode": context_mode})
+
+
+async def in_turn(calls: dict[str, Callable[[str], Awaitable[object]]], questions: list[str]) -> dict[str, Latency]:
+    """Latency of each call over the same questions, taking turns, the order rotated every question."""
+    names = list(calls)
+    seconds: dict[str, list[float]] = {name: [] for name in names}
+    for index, question in enumerate(questions):
+        shift = index % len(names)
+        for name in names[shift:] + names[:shift]:
+            started = time.perf_counter()
+            await calls[name](question)
+            seconds[name].append(time.perf_counter() - started)
+    return {name: Latency.of(values) for name, values in seconds.items()}
+
+
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """A process's resident memory (or another kB line of /proc/PID/status: VmHWM, its peak), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
