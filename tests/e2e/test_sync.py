@@ -184,7 +184,7 @@ async def test_a_sync_killed_half_way_finishes_when_run_again(tmp_path: Path) ->
     try:
         running = start_sync(stack)
         seen = ""
-        while "6/7" not in seen:  # five books are in and the sixth is being ingested
+        while "5/7 books done" not in seen:  # five books are in and the sixth is being ingested
             char = running.stderr.read(1)
             assert char, f"the sync ended first: {seen[-300:]}"
             seen += char
