@@ -118,8 +118,11 @@ def auto_sync_line(status: ingest_pb2.AutoSyncStatus) -> str:
         return "auto-sync  off (AUTO_SYNC=false): run alexandria sync after changing the library"
     last = (f"last finished {status.last_finished_at}: {status.last_summary}" if status.last_finished_at
             else "none finished yet")
+    if status.last_change.finished_at and status.last_change.finished_at != status.last_finished_at:
+        last += f"; last change {status.last_change.finished_at}: {status.last_change.summary}"
     if status.running:
-        now = f"running ({status.progress or 'planning'})"
+        now = f"running ({status.progress or 'planning'})" + ("; another queued: the library changed since it "
+                                                             "began" if status.queued else "")
     elif status.pending:
         now = "pending" + (f" ({status.waiting_reason})" if status.waiting_reason else ", once the library is quiet")
     else:
@@ -200,7 +203,8 @@ async def cmd_sync(layout: StackLayout, settings: ClientSettings, args: argparse
 async def _sync(ingest: ServiceClient, request: ingest_pb2.SyncLibraryRequest) -> int:
     result = await _follow(ingest.stream("SyncLibrary", request), ingest_pb2.SyncResult)
     if result.dry_run:
-        for label, books in (("add", result.plan.add), ("change", result.plan.change), ("remove", result.plan.remove)):
+        for label, books in (("add", result.plan.add), ("change", result.plan.change), ("update", result.plan.update),
+                             ("remove", result.plan.remove)):
             for book in books:
                 print(f"  {label:<7} {book.title}")
     for book in [*result.plan.skip_failed, *result.skipped]:

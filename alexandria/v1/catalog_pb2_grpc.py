@@ -115,7 +115,7 @@ class CatalogServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetLibraryState(self, request, context):
-        """Where metadata.db stands now (cheap: its stat and change counter), for a watcher that syncs on changes.
+        """What the library holds now (cheap while metadata.db is unwritten), for a watcher that syncs on changes.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

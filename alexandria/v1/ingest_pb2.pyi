@@ -424,7 +424,7 @@ class SyncBook(_message.Message):
     def __init__(self, book_id: _Optional[int] = ..., title: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class SyncPlan(_message.Message):
-    __slots__ = ("add", "remove", "skip_failed", "unchanged", "change", "no_file", "language_note")
+    __slots__ = ("add", "remove", "skip_failed", "unchanged", "change", "no_file", "language_note", "update")
     ADD_FIELD_NUMBER: _ClassVar[int]
     REMOVE_FIELD_NUMBER: _ClassVar[int]
     SKIP_FAILED_FIELD_NUMBER: _ClassVar[int]
@@ -432,6 +432,7 @@ class SyncPlan(_message.Message):
     CHANGE_FIELD_NUMBER: _ClassVar[int]
     NO_FILE_FIELD_NUMBER: _ClassVar[int]
     LANGUAGE_NOTE_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_FIELD_NUMBER: _ClassVar[int]
     add: _containers.RepeatedCompositeFieldContainer[SyncBook]
     remove: _containers.RepeatedCompositeFieldContainer[SyncBook]
     skip_failed: _containers.RepeatedCompositeFieldContainer[SyncBook]
@@ -439,10 +440,11 @@ class SyncPlan(_message.Message):
     change: _containers.RepeatedCompositeFieldContainer[SyncBook]
     no_file: _containers.RepeatedCompositeFieldContainer[SyncBook]
     language_note: str
-    def __init__(self, add: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., remove: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., skip_failed: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., unchanged: _Optional[int] = ..., change: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., no_file: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., language_note: _Optional[str] = ...) -> None: ...
+    update: _containers.RepeatedCompositeFieldContainer[SyncBook]
+    def __init__(self, add: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., remove: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., skip_failed: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., unchanged: _Optional[int] = ..., change: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., no_file: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., language_note: _Optional[str] = ..., update: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ...) -> None: ...
 
 class SyncResult(_message.Message):
-    __slots__ = ("plan", "dry_run", "added", "removed", "failed", "summary", "seconds", "replaced", "skipped", "highlights_added", "highlights_removed")
+    __slots__ = ("plan", "dry_run", "added", "removed", "failed", "summary", "seconds", "replaced", "skipped", "highlights_added", "highlights_removed", "updated")
     PLAN_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
     ADDED_FIELD_NUMBER: _ClassVar[int]
@@ -454,6 +456,7 @@ class SyncResult(_message.Message):
     SKIPPED_FIELD_NUMBER: _ClassVar[int]
     HIGHLIGHTS_ADDED_FIELD_NUMBER: _ClassVar[int]
     HIGHLIGHTS_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_FIELD_NUMBER: _ClassVar[int]
     plan: SyncPlan
     dry_run: bool
     added: int
@@ -465,7 +468,8 @@ class SyncResult(_message.Message):
     skipped: _containers.RepeatedCompositeFieldContainer[SyncBook]
     highlights_added: int
     highlights_removed: int
-    def __init__(self, plan: _Optional[_Union[SyncPlan, _Mapping]] = ..., dry_run: _Optional[bool] = ..., added: _Optional[int] = ..., removed: _Optional[int] = ..., failed: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., summary: _Optional[str] = ..., seconds: _Optional[float] = ..., replaced: _Optional[int] = ..., skipped: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., highlights_added: _Optional[int] = ..., highlights_removed: _Optional[int] = ...) -> None: ...
+    updated: int
+    def __init__(self, plan: _Optional[_Union[SyncPlan, _Mapping]] = ..., dry_run: _Optional[bool] = ..., added: _Optional[int] = ..., removed: _Optional[int] = ..., failed: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., summary: _Optional[str] = ..., seconds: _Optional[float] = ..., replaced: _Optional[int] = ..., skipped: _Optional[_Iterable[_Union[SyncBook, _Mapping]]] = ..., highlights_added: _Optional[int] = ..., highlights_removed: _Optional[int] = ..., updated: _Optional[int] = ...) -> None: ...
 
 class SyncEvent(_message.Message):
     __slots__ = ("progress", "result")
@@ -532,7 +536,7 @@ class GetAutoSyncStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class AutoSyncStatus(_message.Message):
-    __slots__ = ("enabled", "collection", "pending", "running", "progress", "last_finished_at", "last_summary", "waiting_reason", "runs")
+    __slots__ = ("enabled", "collection", "pending", "running", "progress", "last_finished_at", "last_summary", "waiting_reason", "runs", "queued", "recent_runs", "last_change", "books_indexed", "books_total", "seconds_left")
     ENABLED_FIELD_NUMBER: _ClassVar[int]
     COLLECTION_FIELD_NUMBER: _ClassVar[int]
     PENDING_FIELD_NUMBER: _ClassVar[int]
@@ -542,6 +546,12 @@ class AutoSyncStatus(_message.Message):
     LAST_SUMMARY_FIELD_NUMBER: _ClassVar[int]
     WAITING_REASON_FIELD_NUMBER: _ClassVar[int]
     RUNS_FIELD_NUMBER: _ClassVar[int]
+    QUEUED_FIELD_NUMBER: _ClassVar[int]
+    RECENT_RUNS_FIELD_NUMBER: _ClassVar[int]
+    LAST_CHANGE_FIELD_NUMBER: _ClassVar[int]
+    BOOKS_INDEXED_FIELD_NUMBER: _ClassVar[int]
+    BOOKS_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    SECONDS_LEFT_FIELD_NUMBER: _ClassVar[int]
     enabled: bool
     collection: str
     pending: bool
@@ -551,4 +561,20 @@ class AutoSyncStatus(_message.Message):
     last_summary: str
     waiting_reason: str
     runs: int
-    def __init__(self, enabled: _Optional[bool] = ..., collection: _Optional[str] = ..., pending: _Optional[bool] = ..., running: _Optional[bool] = ..., progress: _Optional[str] = ..., last_finished_at: _Optional[str] = ..., last_summary: _Optional[str] = ..., waiting_reason: _Optional[str] = ..., runs: _Optional[int] = ...) -> None: ...
+    queued: bool
+    recent_runs: _containers.RepeatedCompositeFieldContainer[AutoSyncRun]
+    last_change: AutoSyncRun
+    books_indexed: int
+    books_total: int
+    seconds_left: float
+    def __init__(self, enabled: _Optional[bool] = ..., collection: _Optional[str] = ..., pending: _Optional[bool] = ..., running: _Optional[bool] = ..., progress: _Optional[str] = ..., last_finished_at: _Optional[str] = ..., last_summary: _Optional[str] = ..., waiting_reason: _Optional[str] = ..., runs: _Optional[int] = ..., queued: _Optional[bool] = ..., recent_runs: _Optional[_Iterable[_Union[AutoSyncRun, _Mapping]]] = ..., last_change: _Optional[_Union[AutoSyncRun, _Mapping]] = ..., books_indexed: _Optional[int] = ..., books_total: _Optional[int] = ..., seconds_left: _Optional[float] = ...) -> None: ...
+
+class AutoSyncRun(_message.Message):
+    __slots__ = ("finished_at", "summary", "changed")
+    FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    finished_at: str
+    summary: str
+    changed: bool
+    def __init__(self, finished_at: _Optional[str] = ..., summary: _Optional[str] = ..., changed: _Optional[bool] = ...) -> None: ...

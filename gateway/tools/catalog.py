@@ -88,8 +88,10 @@ async def alexandria_stats(ctx: Context, collection: Collection = None) -> CallT
     """Statistics of the Calibre library (books, authors, formats, languages) and of the searchable collection
     (passages, books ingested, embedding model; `language_note` says when many books are in languages that model
     was not trained on, so their searches work poorly (read again at most once a minute); `model_note` when the running model did not make the
-    collection; `search_note` when its size changed how its searches walk the index), and the automatic sync's state (`auto_sync`: whether a change to the library is pending, when
-    the last one finished and what it did). A good first call to see what is available.
+    collection; `search_note` when its size changed how its searches walk the index), and the automatic sync's state (`auto_sync`: whether a sync runs now (`running`, its `progress`
+    counted in books) and whether another is `queued` behind it or `pending`; the last few syncs with what each did
+    (`recent_runs`, newest first), the last that changed anything (`last_change`), and how many ran since the stack
+    started (`runs`)). A good first call to see what is available.
 
     If one side is down, its half reports the error and the other half still answers.
     """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context
@@ -11,7 +12,8 @@ from pydantic import Field
 
 from alexandria.contract import HYPOTHETICAL_PASSAGE_MAX_CHARS, QUERY_LIMIT, QUERY_THRESHOLD
 from alexandria.enums import enum_number
-from alexandria.v1 import query_pb2
+from alexandria.errors import FailedPrecondition, NotFound
+from alexandria.v1 import ingest_pb2, query_pb2
 from gateway.backends import backends
 from gateway.results import message_result
 from gateway.sampling import ask_for_passage, sampled_text
@@ -22,7 +24,7 @@ from gateway.tools.params import Collection, Language
 @register_tool(
     title="Search book passages",
     scope="read",
-    service="query",
+    service="query, ingest",
     annotations=READ_ONLY,
     output=query_pb2.SearchResponse.DESCRIPTOR,
 )
@@ -113,7 +115,8 @@ async def alexandria_query(
     one is configured); `threshold` drops passages scoring under it, and `matched_lexically` marks a passage
     kept below it because it contains every word of the query (a name, a rare word). To find where a book
     says a line, pass the line itself (four words or more) as `query`: a passage that holds it word for word
-    comes first. When nothing reaches the threshold, `notice` says how close the best passage came. Compose the
+    comes first. When nothing reaches the threshold, `notice` says how close the best passage came; while a sync is
+    still filling the collection, it says how many of the library's books are searchable yet. Compose the
     answer following `response_instruction` in the result (the guardian persona and the response pattern),
     citing book and chapter. To find books by title or author instead of by content, use alexandria_search.
     """
@@ -133,7 +136,39 @@ async def alexandria_query(
         hypothetical_passage=hypothetical_passage or "",
         search_in=enum_number(query_pb2.SearchIn.DESCRIPTOR, search_in),
     )
-    return message_result(await backends(ctx).query.call("Search", request))
+    clients = backends(ctx)
+    searched, syncing = await asyncio.gather(
+        clients.query.call("Search", request),
+        clients.ingest.call("GetAutoSyncStatus", ingest_pb2.GetAutoSyncStatusRequest()),
+        return_exceptions=True,
+    )
+    status = syncing if isinstance(syncing, ingest_pb2.AutoSyncStatus) else ingest_pb2.AutoSyncStatus()
+    filling = filling_notice(status, collection)
+    if isinstance(searched, BaseException):
+        # No book written yet by the sync that fills the collection: it is empty, or not made yet.
+        if not (filling and isinstance(searched, NotFound | FailedPrecondition) and status.books_indexed == 0):
+            raise searched
+        searched = query_pb2.SearchResponse(query=query, context_mode=context_mode, search_mode=search_mode or "")
+    assert isinstance(searched, query_pb2.SearchResponse)
+    if filling:
+        searched.notice = " ".join(n for n in (filling, searched.notice) if n)
+    return message_result(searched)
+
+
+def filling_notice(status: ingest_pb2.AutoSyncStatus, collection: str | None) -> str:
+    """What a search says while the automatic sync fills the collection searched: how many of the library's books
+    it holds yet, and about how long the rest will take ("" when no sync fills it)."""
+    if not status.running or (collection and collection != status.collection):
+        return ""
+    if not status.books_total:
+        return "A sync of the Calibre library has begun and is listing it; results come only from the books " \
+               "already in the collection."
+    if status.books_indexed >= status.books_total:
+        return ""
+    left = (f", the rest in about {max(1, round(status.seconds_left / 60))} min" if status.HasField("seconds_left")
+            else "")
+    return (f"A sync is filling the collection: {status.books_indexed} of {status.books_total} books are searchable "
+            f"so far{left}; results come from those.")
 
 
 @register_tool(

@@ -21,6 +21,7 @@ How Calibre's data is read, and why:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
@@ -42,6 +43,7 @@ from alexandria.settings import CatalogSettings
 from services.catalog.library import Book, BookFile, Highlight, LibrarySnapshot
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 METADATA_DB = "metadata.db"
@@ -260,12 +262,44 @@ def _build_books(root: Path, rows: _Rows) -> list[Book]:
     return books
 
 
-def read_library(root: Path | None) -> LibrarySnapshot:
-    """Read the library at `root` whole; Unavailable when Calibre keeps it locked, after brief retries."""
-    # Absolute: file paths go to other processes, which may run in another folder.
-    database = metadata_db(root).absolute()
+def _contents(database: Path) -> str:
+    """A digest of what the library holds for a sync: its books (each one's record, with the time Calibre last
+    changed it), their authors and languages, their files, and the reader's highlights. Calibre writes metadata.db
+    for more than that (its viewer's last-read place, its own bookkeeping); such a write leaves this as it was."""
+    connection = sqlite3.connect(
+        f"{database.as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None
+    )
+    try:
+        connection.execute("BEGIN")
+        tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        columns = {row[1] for row in connection.execute("PRAGMA table_info(books)")}
+        changed = "last_modified" if "last_modified" in columns else "NULL"
+        queries = [
+            f"SELECT id, title, path, {'uuid' if 'uuid' in columns else 'NULL'}, {changed} FROM books ORDER BY id",
+            "SELECT book, format, name, uncompressed_size FROM data ORDER BY id",
+            *(f"SELECT l.book, v.{value_column} FROM {link} AS l JOIN {values} AS v ON v.id = l.{link_column} "
+              "ORDER BY l.id"
+              for name, (link, link_column, values, value_column) in _LINKS.items()
+              if name in ("authors", "languages") and link in tables and values in tables),
+        ]
+        if "annotations" in tables:
+            queries.append("SELECT id, book, format, annot_data FROM annotations WHERE annot_type = 'highlight' "
+                           "ORDER BY id")
+        digest = hashlib.sha256()
+        for query in queries:
+            for row in connection.execute(query):
+                digest.update(repr(row).encode())
+            digest.update(b"\n")
+        connection.execute("COMMIT")
+        return digest.hexdigest()
+    finally:
+        connection.close()
+
+
+def _read_database(database: Path, read: Callable[[Path], T]) -> T:
+    """`read(database)`, tried again briefly while Calibre holds its lock; Unavailable when it keeps holding it,
+    FailedPrecondition when the file is not a readable Calibre database."""
     root = database.parent
-    started = time.perf_counter()
     try:
         for attempt in Retrying(
             retry=retry_if_exception(_is_busy),
@@ -274,7 +308,7 @@ def read_library(root: Path | None) -> LibrarySnapshot:
             reraise=True,
         ):
             with attempt:
-                rows = _read_rows(database)
+                return read(database)
     except sqlite3.Error as exc:
         if _is_busy(exc):
             raise Unavailable(
@@ -290,6 +324,16 @@ def read_library(root: Path | None) -> LibrarySnapshot:
             f"{database} cannot be read as a Calibre database ({exc}); "
             "set CALIBRE_LIBRARY_PATH to your Calibre library's folder."
         ) from None
+    raise AssertionError("Retrying either returns read's result or raises")
+
+
+def read_library(root: Path | None) -> LibrarySnapshot:
+    """Read the library at `root` whole; Unavailable when Calibre keeps it locked, after brief retries."""
+    # Absolute: file paths go to other processes, which may run in another folder.
+    database = metadata_db(root).absolute()
+    root = database.parent
+    started = time.perf_counter()
+    rows = _read_database(database, _read_rows)
     snapshot = LibrarySnapshot(root, _build_books(root, rows))
     log.info(
         "read %d books from %s in %.0f ms",
@@ -348,15 +392,25 @@ class CalibreLibrary:
         self._read_at = ""  # local time of the current snapshot's read, HH:MM:SS
         self._signature: tuple[int, ...] | None = None
         self._checked_at = float("-inf")
+        self._contents_lock = threading.Lock()
+        self._contents = ""  # `signature`: what the library held when metadata.db was as `_contents_written` says
+        self._contents_written: tuple[int, ...] | None = None
 
     def snapshot(self) -> LibrarySnapshot:
         """The library as of at most `recheck_interval_s` ago; FailedPrecondition when the path is not a library."""
         return self.read().snapshot
 
     def signature(self) -> str:
-        """Where metadata.db stands now: equal strings, an unchanged library. FailedPrecondition when the path is
-        not a library."""
-        return "-".join(str(part) for part in _signature(metadata_db(self.root)))
+        """What the library holds now (`_contents`): equal strings, nothing a sync reads has changed, though Calibre
+        may have written metadata.db. Read again only when the file changed (its stat and change counter, cheap),
+        so a caller may ask every second. FailedPrecondition when the path is not a library, Unavailable while
+        Calibre keeps it locked."""
+        database = metadata_db(self.root).absolute()
+        with self._contents_lock:
+            written = _signature(database)
+            if written != self._contents_written:
+                self._contents, self._contents_written = _read_database(database, _contents), written
+            return self._contents
 
     def read(self, fresh: bool = False) -> LibraryRead:
         """`snapshot()`, and whether it is a previous read served while Calibre holds its lock. `fresh`: the library

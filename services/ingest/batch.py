@@ -97,17 +97,17 @@ async def ingest_batch(books: list[BatchBook], resolve: Resolve[S], ingest: Inge
                        fatal: tuple[type[AlexandriaError], ...] = ()) -> list[BatchRow]:
     """Each book in turn; one that fails is recorded as failed (or skipped, when already in) and the batch
     goes on, except on a `fatal` error, which ends it. `on_row` hears of each book as soon as it is done;
-    progress is reported as `stage`."""
+    progress is reported as `stage`, counted in books, the book under way's own progress in the message."""
     rows = []
     for n, book in enumerate(books):
         def book_report(step: str, done: int, total: int, message: str = "", n: int = n, title: str = book.title) -> None:
-            report(stage, round(1000 * (n + book_fraction(step, done, total))), 1000 * len(books),
-                   f"{n + 1}/{len(books)} {title}: {message}")
+            share = round(100 * book_fraction(step, done, total))
+            report(stage, n, len(books), f"{n}/{len(books)} books done; {title}: {share}%, {message}")
 
         row = await _one(book, resolve, ingest, book_report, fatal)
         rows.append(row)
         on_row(row)
-        report(stage, 1000 * (n + 1), 1000 * len(books), f"{n + 1}/{len(books)} {row.book.title}: {row.status}")
+        report(stage, n + 1, len(books), f"{n + 1}/{len(books)} books done; {row.book.title}: {row.status}")
     return rows
 
 

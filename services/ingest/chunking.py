@@ -32,6 +32,7 @@ import numpy as np
 
 from alexandria.contract import CHUNK_THRESHOLD, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
 from alexandria.errors import InvalidArgument
+from alexandria.locator import ChunkLocator
 from alexandria.store.schema import Level, TextSource
 from services.ingest.documents import (
     BreakKind,
@@ -40,7 +41,6 @@ from services.ingest.documents import (
     ChunkedBook,
     ChunkingParams,
     ChunkingPreview,
-    ChunkLocator,
     ChunkSample,
     ChunkStats,
     ExtractedBook,

@@ -17,7 +17,7 @@ from typing import Any
 
 from alexandria.book_formats import BookFormat
 from alexandria.contract import CHUNK_THRESHOLD, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
-from alexandria.locator import ChunkLocator as ChunkLocator  # noqa: PLC0414 - the stages take it from here
+from alexandria.locator import ChunkLocator
 from alexandria.store.schema import Level
 from services.ingest.scripts import UNSPACED_LETTER, UNSPACED_RUN, dictionary_words
 

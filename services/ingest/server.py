@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
@@ -27,7 +28,7 @@ from alexandria.store import schema as f
 from alexandria.store.model import check_collection_name
 from alexandria.v1 import catalog_pb2, catalog_pb2_grpc, common_pb2, ingest_pb2, ingest_pb2_grpc
 from alexandria.v1.catalog_pb2 import LibraryFile
-from services.ingest.auto_sync import AutoSync
+from services.ingest.auto_sync import AutoSync, AutoSyncRun
 from services.ingest.batch import (
     BatchBook,
     BatchRow,
@@ -39,7 +40,7 @@ from services.ingest.batch import (
     summary,
 )
 from services.ingest.chunking import validate_params
-from services.ingest.documents import ChunkingParams, ChunkLocator
+from services.ingest.documents import ChunkingParams
 from services.ingest.extract.ocr import OcrOptions
 from services.ingest.local_files import LocalRoots
 from services.ingest.pipeline import BookIngestor, BookToIngest, IngestOutcome, ocr_options
@@ -51,12 +52,6 @@ from services.ingest.writer import BookWriter
 
 log = logging.getLogger(__name__)
 E = TypeVar("E", bound=Message)  # a streaming call's event message
-
-def locator_message(locator: ChunkLocator) -> common_pb2.Locator:
-    return common_pb2.Locator(chapter_title=locator.chapter_title, chapter_index=locator.chapter_index,
-                              position=locator.position, page_start=locator.page_start,
-                              page_end=locator.page_end, text_source=locator.text_source)
-
 
 def params_message(params: ChunkingParams) -> common_pb2.ChunkingParams:
     return common_pb2.ChunkingParams(threshold=params.threshold, min_chunk_size=params.min_chunk_size,
@@ -238,10 +233,17 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         context: aio.ServicerContext[ingest_pb2.GetAutoSyncStatusRequest, ingest_pb2.AutoSyncStatus],
     ) -> ingest_pb2.AutoSyncStatus:
         watcher = self.auto_sync
+        runs = [auto_sync_run(run) for run in watcher.record.runs]
+        last_change = watcher.record.last_change
         return ingest_pb2.AutoSyncStatus(
             enabled=self.settings.auto_sync, collection=watcher.collection, pending=watcher.pending,
-            running=watcher.running, progress=watcher.progress, last_finished_at=watcher.record.finished_at,
-            last_summary=watcher.record.summary, waiting_reason=watcher.waiting_reason, runs=watcher.runs,
+            running=watcher.running, progress=watcher.progress,
+            last_finished_at=runs[0].finished_at if runs else "", last_summary=runs[0].summary if runs else "",
+            waiting_reason=watcher.waiting_reason, runs=watcher.runs, queued=watcher.queued, recent_runs=runs,
+            last_change=auto_sync_run(last_change) if last_change else None,
+            books_indexed=watcher.counts.indexed if watcher.running else 0,
+            books_total=watcher.counts.total if watcher.running else 0,
+            seconds_left=watcher.counts.seconds_left(time.monotonic()) if watcher.running else None,
         )
 
     async def TestChunking(
@@ -263,7 +265,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
                 stats=ingest_pb2.ChunkStats(total_chunks=stats.total_chunks, avg_words=stats.avg_words,
                                             min_words=stats.min_words, max_words=stats.max_words),
                 samples=[ingest_pb2.ChunkSample(chunk_num=s.chunk_num, words=s.words, text=s.text,
-                                                locator=locator_message(s.locator)) for s in preview.samples],
+                                                locator=s.locator.to_proto()) for s in preview.samples],
                 chapters=len(prepared.book.chapters), total_sentences=len(prepared.sentences),
                 total_words=prepared.book.word_count, format=source.format,
             )
@@ -355,6 +357,10 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         return str(found.book.uuid)
 
 
+def auto_sync_run(run: AutoSyncRun) -> ingest_pb2.AutoSyncRun:
+    return ingest_pb2.AutoSyncRun(finished_at=run.finished_at, summary=run.summary, changed=run.changed)
+
+
 def sync_book(book: LibraryFile, reason: str = "") -> ingest_pb2.SyncBook:
     return ingest_pb2.SyncBook(book_id=book.book_id, title=book.title, reason=reason)
 
@@ -364,6 +370,7 @@ def sync_result(outcome: SyncOutcome) -> ingest_pb2.SyncResult:
     plan_message = ingest_pb2.SyncPlan(
         add=[sync_book(b) for b in plan.add],
         change=[sync_book(b) for b in plan.change],
+        update=[sync_book(b) for b in plan.update],
         remove=[ingest_pb2.SyncBook(title=outcome.removing[key]) for key in plan.remove],
         skip_failed=[sync_book(s.book, s.reason) for s in plan.failed_before],
         no_file=[sync_book(b, NO_FILE) for b in plan.no_file],
@@ -378,13 +385,12 @@ def sync_result(outcome: SyncOutcome) -> ingest_pb2.SyncResult:
         summary_line = f"🔎 Sync plan: {plan.counts()}{highlights}; nothing was changed."
     else:
         summary_line = (f"🔄 Sync complete in {outcome.seconds:.1f} s: {outcome.added} added, {outcome.replaced} "
-                        f"replaced, {len(outcome.removed)} removed, {len(failed)} failed, "
-                        f"{len(plan.failed_before) + len(skipped)} skipped, {plan.unchanged + outcome.restamped} "
-                        f"unchanged, {len(plan.no_file)} with no file on disk{plan.staleness()}"
+                        f"replaced, {len(outcome.updated)} updated, {len(outcome.removed)} removed, {len(failed)} "
+                        f"failed, {len(plan.failed_before) + len(skipped)} skipped, {outcome.unchanged} unchanged, {len(plan.no_file)} with no file on disk{plan.staleness()}"
                         f"{highlights}.")
     return ingest_pb2.SyncResult(
         plan=plan_message, dry_run=outcome.dry_run, added=outcome.added, replaced=outcome.replaced,
-        removed=len(outcome.removed),
+        removed=len(outcome.removed), updated=len(outcome.updated),
         failed=[ingest_pb2.SyncBook(book_id=r.book.id, title=r.book.title, reason=r.error or "") for r in failed],
         skipped=[ingest_pb2.SyncBook(book_id=r.book.id, title=r.book.title, reason=r.error or "") for r in skipped],
         summary=summary_line, seconds=outcome.seconds, highlights_added=outcome.highlights_added,

@@ -84,6 +84,30 @@ def _record(book: BookRecord, chunk: Chunk | ParentChunk, level: f.Level, siblin
 
 
 @dataclass(frozen=True)
+class CalibreMetadata:
+    """What a Calibre book's points say of it that Calibre's record of the book decides: its title, its authors, its
+    language and the path of its file (Calibre moves the file when the title or an author changes). Changed in
+    Calibre with the file's bytes the same, it is set on the points in place: nothing is read or embedded again."""
+
+    title: str
+    authors: tuple[str, ...]
+    language: str  # "": Calibre names none, and the points keep the language read from the file
+    file_path: str
+
+    def to_payload(self) -> dict[str, object]:
+        payload: dict[str, object] = {f.BOOK_TITLE: self.title, f.AUTHOR: " & ".join(self.authors),
+                                      f.AUTHORS: list(self.authors), f.FILE_PATH: self.file_path}
+        if self.language:
+            payload[f.LANGUAGE] = self.language
+        return payload
+
+    def differs_from(self, book: BookRecord) -> bool:
+        """Whether the points of `book` say otherwise than this record."""
+        return ((self.title, self.authors, self.file_path) != (book.title, book.authors, book.file_path)
+                or self.language not in ("", book.language))
+
+
+@dataclass(frozen=True)
 class HeldBooks:
     """What a collection holds whole: each book's file version (None for a book ingested before file versions were
     kept) and the books held whole in more than one version (each one's file version is its newest's). Only a write
@@ -93,6 +117,7 @@ class HeldBooks:
 
     file_versions: dict[str, FileVersion | None]
     held_twice: set[str]
+    records: dict[str, BookRecord]  # what each book's points say of it (of its newest version)
 
 
 @dataclass(frozen=True)
@@ -173,6 +198,10 @@ class BookWriter:
         """Record that the book's file changed its stamp but not its content: no need to ingest it again."""
         self.store.set_payload(self.collection, self._book(book_key), {f.SOURCE: file_version.to_stored(book_key)})
 
+    def update_metadata(self, book_key: str, metadata: CalibreMetadata) -> None:
+        """Set what Calibre now says of the book on every point of it (its highlights' too), in place."""
+        self.store.set_payload(self.collection, self._book(book_key), metadata.to_payload())
+
     def find_book_key(self, where: Filter, what: str) -> tuple[str, str, str]:
         """(book key, title, author) of the one book matching `where`, or NotFound naming `what`."""
         if self.store.collection_info(self.collection) is None:
@@ -186,15 +215,19 @@ class BookWriter:
     def held_books(self) -> HeldBooks:
         """The books the collection holds whole (none when it does not exist yet); reads only."""
         if self.store.collection_info(self.collection) is None:
-            return HeldBooks({}, set())
+            return HeldBooks({}, set(), {})
         file_versions: dict[str, FileVersion | None] = {}
         held_twice: set[str] = set()
+        records: dict[str, BookRecord] = {}
         for key, versions in complete_file_versions(self.store, self.collection).items():
             newest = self._newest_written(key, versions) if len(versions) > 1 else None
             if newest is not None:
                 held_twice.add(key)
+                records[key] = newest
+            elif found := self.store.scroll(self.collection, complete(**{f.BOOK_KEY: key}), limit=1):
+                records[key] = BookRecord.from_payload(found[0].payload)
             file_versions[key] = newest.file_version if newest else next(iter(versions), None)
-        return HeldBooks(file_versions, held_twice)
+        return HeldBooks(file_versions, held_twice, records)
 
     def _newest_written(self, book_key: str, versions: list[FileVersion]) -> BookRecord | None:
         """The record of the newest written of a book's versions held whole (none if all went meanwhile)."""

@@ -34,8 +34,9 @@ CALIBRE_HIGHLIGHTS = Path(__file__).resolve().parent.parent / "fixtures" / "cali
 
 
 def edit_highlights(library: Path, verb: str, book_id: int, *args: str) -> None:
-    """Add a highlight to a book, or delete its highlights (`verb` add or remove, args as highlights.py takes
-    them), with Calibre's own API: what its viewer writes into the library."""
+    """Add a highlight to a book, delete its highlights, or save the viewer's last-read place in it (`verb` add,
+    remove or read, args as highlights.py takes them), with Calibre's own API: what its viewer writes into the
+    library."""
     subprocess.run(["calibre-debug", str(CALIBRE_HIGHLIGHTS), verb, str(library), str(book_id), *args],
                    check=True, capture_output=True, timeout=120,
                    env={**os.environ, "QTWEBENGINE_CHROMIUM_FLAGS": "--no-sandbox"})

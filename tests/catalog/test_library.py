@@ -269,6 +269,22 @@ def test_rereads_when_calibre_changes_the_library_at_most_once_a_second(fixture_
     assert library.snapshot() is library.snapshot()  # unchanged file: no reread
 
 
+def test_the_library_state_changes_with_what_a_sync_reads_and_not_with_a_viewers_last_read_place(
+        fixture_copy: Path) -> None:
+    library = CalibreLibrary(fixture_copy)
+    before = library.signature()
+    (fixture_copy / "metadata.db").touch()
+    assert library.signature() == before
+    edit_highlights(fixture_copy, "read", 1)  # what Calibre's viewer writes as the reader turns pages
+    assert library.signature() == before
+    with open_for_writing(fixture_copy) as db:
+        db.execute("UPDATE books SET last_modified = '2026-11-29 08:00:00+00:00' WHERE id = 2")
+    changed = library.signature()
+    assert changed != before, "a book Calibre changed (a format replaced, a field set) changes the state"
+    edit_highlights(fixture_copy, "add", 1, "the keeper's first entry", "")
+    assert library.signature() != changed, "a highlight added changes it"
+
+
 @pytest.mark.slow
 def test_a_locked_reread_serves_the_previous_read(fixture_copy: Path) -> None:
     clock = FakeClock()

@@ -84,7 +84,7 @@ async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Pat
     try:
         plan = stack.cli("sync", "--dry-run")
         assert plan.returncode == 0, plan
-        assert "4 to add, 0 changed, 0 to remove" in plan.stdout and plan.stdout.count("  add ") == 4
+        assert "4 to add, 0 changed, 0 to update, 0 to remove" in plan.stdout and plan.stdout.count("  add ") == 4
         # The sample library's third book is Croatian (and Latin): auto chose the profile trained on its languages.
         assert any(line.startswith("  Embedder profile:      multilingual (EMBEDDER_PROFILE=auto on this CPU")
                    for line in stack.output), stack.output
@@ -92,7 +92,7 @@ async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Pat
         assert set((await ingested(stack)).values()) == {False}, "a dry run changes nothing"
 
         first = stack.cli("ingest", "--all")  # the whole library: a sync that removes nothing
-        assert first.returncode == 0 and "4 added, 0 replaced, 0 removed, 0 failed" in first.stdout, first
+        assert first.returncode == 0 and "4 added, 0 replaced, 0 updated, 0 removed, 0 failed" in first.stdout, first
         assert "sync" in first.stderr and "ETA" in first.stderr, "progress with an ETA on stderr"
         assert await ingested(stack) == {1: True, 2: True, 3: True, 4: True}
 
@@ -100,7 +100,7 @@ async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Pat
         delete_book(library, 3)
         await until_listed(stack, {1, 2, 4})
         kept = stack.cli("ingest", "--all")
-        assert kept.returncode == 0 and "0 added, 0 replaced, 0 removed" in kept.stdout, kept
+        assert kept.returncode == 0 and "0 added, 0 replaced, 0 updated, 0 removed" in kept.stdout, kept
         async with Client(stack.mcp_url) as client:
             stats, _ = await call(client, "alexandria_stats")
         assert stats["qdrant"]["books"] == 4, "ingest --all leaves a book deleted from Calibre in"
@@ -112,13 +112,13 @@ async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Pat
         assert refused.returncode == 1 and "A sync of collection 'alexandria' is already running" in refused.stderr
         second = stack.cli("sync")
         assert second.returncode == 1, second  # the broken book failed
-        assert "1 added, 0 replaced, 1 removed, 1 failed" in second.stdout, second
+        assert "1 added, 0 replaced, 0 updated, 1 removed, 1 failed" in second.stdout, second
         assert "failed  A Broken Book:" in second.stdout, second
         assert await ingested(stack) == {1: True, 2: True, 4: True, 5: True, 6: False}
 
         again = stack.cli("sync")
         assert again.returncode == 0, again
-        assert "0 added, 0 replaced, 0 removed, 0 failed, 1 skipped, 4 unchanged" in again.stdout
+        assert "0 added, 0 replaced, 0 updated, 0 removed, 0 failed, 1 skipped, 4 unchanged" in again.stdout
         assert "skipped A Broken Book:" in again.stdout, "a failed book is not retried while its file is the same"
         retried = stack.cli("sync", "--retry-failed")
         assert retried.returncode == 1 and "1 failed" in retried.stdout, retried
@@ -131,7 +131,7 @@ async def test_sync_brings_the_collection_in_step_with_the_library(tmp_path: Pat
         changed = stack.cli("sync", "--dry-run")
         assert "2 changed" in changed.stdout and changed.stdout.count("  change ") == 2, changed
         replaced = stack.cli("sync")
-        assert "0 added, 1 replaced, 0 removed" in replaced.stdout and "3 unchanged" in replaced.stdout, replaced
+        assert "0 added, 1 replaced, 0 updated, 0 removed" in replaced.stdout and "3 unchanged" in replaced.stdout, replaced
         async with Client(stack.mcp_url) as client:
             found, _ = await call(client, "alexandria_query", {
                 "query": "Kelby Head", "book_id": 5, "threshold": 0.0, "search_mode": "lexical", "limit": 20})
@@ -159,7 +159,7 @@ async def test_books_added_and_removed_with_calibredb_are_synced_by_the_next_syn
         calibredb(library, "add", str(LOCAL_FILES / "the_tempest.epub"))
         calibredb(library, "remove", "3", "--permanent")
         synced = stack.cli("sync")
-        assert synced.returncode == 0 and "1 added, 0 replaced, 1 removed, 0 failed" in synced.stdout, synced
+        assert synced.returncode == 0 and "1 added, 0 replaced, 0 updated, 1 removed, 0 failed" in synced.stdout, synced
         held = await ingested(stack)
         assert held == {1: True, 2: True, 4: True, 5: True}, "the collection holds exactly the library's books"
         async with Client(stack.mcp_url) as client:
@@ -186,7 +186,7 @@ async def test_a_sync_killed_half_way_finishes_when_run_again(tmp_path: Path) ->
     try:
         running = start_sync(stack)
         seen = ""
-        while "6/7" not in seen:  # five books are in and the sixth is being ingested
+        while "5/7 books done" not in seen:  # five books are in and the sixth is being ingested
             char = running.stderr.read(1)
             assert char, f"the sync ended first: {seen[-300:]}"
             seen += char

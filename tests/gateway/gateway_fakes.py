@@ -9,12 +9,14 @@ the gateway's mapping: tool parameters -> request fields, response -> contract f
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from google.protobuf.message import Message
+from mcp_types import CallToolResult
 
 from alexandria.grpc_server import ServiceServer, build_server
 from alexandria.settings import ClientSettings, GatewaySettings
@@ -259,6 +261,8 @@ class FakeBackend:
     requests: dict[str, list[Message]] = field(default_factory=dict)
     failures: dict[str, BaseException] = field(default_factory=dict)
     ingest_file_result: ingest_pb2.IngestResult = field(default_factory=lambda: INGESTED)
+    auto_sync: ingest_pb2.AutoSyncStatus = field(
+        default_factory=lambda: ingest_pb2.AutoSyncStatus(enabled=True, collection="alexandria"))
     # When set, streams pause after their first event until it is set: a call still running.
     hold: asyncio.Event | None = None
     cancelled: list[str] = field(default_factory=list)  # streams the caller cancelled
@@ -347,6 +351,9 @@ class FakeIngestServicer(ingest_pb2_grpc.IngestServiceServicer):
     async def RemoveBook(self, request: Any, context: Any) -> Message:
         return await self.backend.unary("RemoveBook", request, REMOVED)
 
+    async def GetAutoSyncStatus(self, request: Any, context: Any) -> Message:
+        return await self.backend.unary("GetAutoSyncStatus", request, self.backend.auto_sync)
+
 
 class FakeQueryServicer(query_pb2_grpc.QueryServiceServicer):
     def __init__(self, backend: FakeBackend) -> None:
@@ -408,3 +415,13 @@ def gateway_settings(socket_dir: Path, **overrides: object) -> GatewaySettings:
         **overrides,
     }
     return GatewaySettings(**values)
+
+
+def assert_clean_error(result: CallToolResult, *, leaked: str = "10.9.8.7") -> dict[str, Any]:
+    """An isError result in the contract's shape that does not leak the given internals."""
+    assert result.is_error
+    data = result.structured_content
+    assert data["success"] is False and data["error"]
+    for text in (json.dumps(data), result.content[0].text):
+        assert leaked not in text and "debug_error_string" not in text and "Traceback" not in text
+    return data

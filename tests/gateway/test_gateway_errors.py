@@ -3,28 +3,15 @@ back as isError in the contract's shape, leaking no internals."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from gateway_fakes import FakeBackend
+from gateway_fakes import FakeBackend, assert_clean_error
 from mcp import Client
-from mcp_types import CallToolResult
 
 from alexandria.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from alexandria.grpc_server import ServiceServer
 from gateway.app import Gateway
-
-
-def assert_clean_error(result: CallToolResult, *, leaked: str = "10.9.8.7") -> dict[str, Any]:
-    """An isError result in the contract's shape that does not leak the given internals."""
-    assert result.is_error
-    data = result.structured_content
-    assert data["success"] is False and data["error"]
-    for text in (json.dumps(data), result.content[0].text):
-        assert leaked not in text and "debug_error_string" not in text and "Traceback" not in text
-    return data
 
 
 @pytest.mark.asyncio

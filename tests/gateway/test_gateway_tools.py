@@ -10,10 +10,11 @@ from typing import Any
 
 import gateway_fakes as canned
 import pytest
-from gateway_fakes import FakeBackend
+from gateway_fakes import FakeBackend, assert_clean_error
 from google.protobuf.message import Message
 from mcp import Client
 
+from alexandria.errors import FailedPrecondition
 from alexandria.grpc_server import ServiceServer
 from alexandria.v1 import catalog_pb2, common_pb2, ingest_pb2, query_pb2
 from gateway.app import Gateway
@@ -430,6 +431,33 @@ async def test_result_values_are_rendered_for_the_contract(served_gateway: Gatew
         # Beyond the contract's fields, beside them: what the collection takes on disk, and its quantisation.
         assert (stats["qdrant"]["disk_bytes"], stats["qdrant"]["wal_bytes"], stats["qdrant"]["quantization"]) == (
             72_000_000, 9_000_000, "int8")
+
+
+@pytest.mark.asyncio
+async def test_a_search_while_a_sync_fills_the_collection_says_how_far_it_is_and_never_to_ingest_a_book(
+    served_gateway: Gateway, backend: FakeBackend
+) -> None:
+    async with Client(served_gateway.mcp) as client:
+        backend.auto_sync = ingest_pb2.AutoSyncStatus(enabled=True, collection="alexandria", running=True,
+                                                      books_indexed=3, books_total=8, seconds_left=590)
+        answered = (await client.call_tool("alexandria_query", {"query": "lamp"})).structured_content
+        assert answered["results"] and answered["notice"].startswith(
+            "A sync is filling the collection: 3 of 8 books are searchable so far, the rest in about 10 min"), answered
+        other = (await client.call_tool("alexandria_query", {"query": "lamp", "collection": "other"}))
+        assert "sync" not in other.structured_content["notice"], "another collection is not the one being filled"
+
+        backend.auto_sync = ingest_pb2.AutoSyncStatus(enabled=True, collection="alexandria", running=True,
+                                                      books_total=8)
+        backend.failures["Search"] = FailedPrecondition(
+            "Collection 'alexandria' is empty; ingest a book into it before searching.")
+        first = await client.call_tool("alexandria_query", {"query": "lamp"})
+        assert not first.is_error and first.structured_content["results"] == []
+        assert "0 of 8 books are searchable so far" in first.structured_content["notice"]
+        assert "ingest a book" not in json.dumps(first.structured_content)
+
+        backend.auto_sync = ingest_pb2.AutoSyncStatus(enabled=True, collection="alexandria")
+        idle = assert_clean_error(await client.call_tool("alexandria_query", {"query": "lamp"}))
+        assert "ingest a book" in idle["error"], "with no sync running, the empty collection is said as it is"
 
 
 @pytest.mark.asyncio

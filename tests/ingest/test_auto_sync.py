@@ -4,6 +4,7 @@ collection, and records where the library stood when it began (fakes stand in fo
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -11,7 +12,7 @@ import pytest
 from waiting import wait_until
 
 from alexandria.errors import FailedPrecondition
-from services.ingest.auto_sync import RETRY_S, AutoSync, AutoSyncRecord
+from services.ingest.auto_sync import RECENT_RUNS, RETRY_S, AutoSync, AutoSyncRecord
 
 
 class _Catalog:
@@ -29,17 +30,25 @@ class _Sync:
         self.busy = False
         self.failure: Exception | None = None
 
-    async def run(self, request: object, report: object) -> str:
+    async def run(self, request: object, report: Callable[[str, int, int, str], None],
+                  counts: object = None) -> SimpleNamespace:
         if self.failure is not None:
             raise self.failure
         if self.busy:
             raise FailedPrecondition("A reindex of collection 'alexandria' is already running; wait for it to finish.")
         self.runs += 1
-        return f"sync {self.runs}"
+        report("sync", 0, 2, "0/2 books done; Emma: 40%, embedding")
+        if self.during is not None:
+            await self.during()
+        return SimpleNamespace(summary=f"sync {self.runs}", changed_anything=self.changes)
+
+    changes = True
+    during: Callable[[], Awaitable[None]] | None = None
 
 
 def _watcher(tmp_path: Path, catalog: _Catalog, sync: _Sync, quiet_s: float) -> AutoSync:
-    return AutoSync(catalog, sync, tmp_path, "alexandria", quiet_s, 0.01, str)  # type: ignore[arg-type]
+    return AutoSync(catalog, sync, tmp_path, "alexandria", quiet_s, 0.01,  # type: ignore[arg-type]
+                    lambda outcome: outcome.summary)
 
 
 async def test_a_library_never_synced_is_synced_at_the_first_look_and_not_again_while_it_stays(tmp_path: Path) -> None:
@@ -49,7 +58,36 @@ async def test_a_library_never_synced_is_synced_at_the_first_look_and_not_again_
     await watcher.check()
     assert sync.runs == 1 and not watcher.pending
     assert AutoSyncRecord.load(tmp_path / "alexandria.auto-sync.json").signature == "v1"
-    assert _watcher(tmp_path, _Catalog(), sync, quiet_s=0).record.summary == "sync 1", "kept across restarts"
+    assert _watcher(tmp_path, _Catalog(), sync, quiet_s=0).record.runs[0].summary == "sync 1", "kept across restarts"
+
+
+async def test_the_status_says_whether_a_sync_runs_or_is_queued_and_a_no_op_hides_no_change(tmp_path: Path) -> None:
+    catalog, sync = _Catalog(), _Sync()
+    watcher = _watcher(tmp_path, catalog, sync, quiet_s=0)
+    seen: list[tuple[bool, bool, bool, str]] = []
+
+    async def during() -> None:
+        seen.append((watcher.running, watcher.pending, watcher.queued, watcher.progress))
+        catalog.signature = "v2"  # Calibre changes the library while the sync runs
+        await watcher.check()
+        seen.append((watcher.running, watcher.pending, watcher.queued, watcher.progress))
+
+    sync.during = during
+    await watcher.check()
+    assert seen == [(True, False, False, "sync: 0/2 books done; Emma: 40%, embedding"),
+                    (True, False, True, "sync: 0/2 books done; Emma: 40%, embedding")], "queued, not pending"
+    assert (watcher.running, watcher.pending, watcher.queued, watcher.progress) == (False, True, False, ""), \
+        "an idle watcher shows no stale step"
+    sync.during, sync.changes = None, False
+    await watcher.check()  # the queued sync, which finds nothing to do
+    assert [run.summary for run in watcher.record.runs] == ["sync 2", "sync 1"]
+    assert watcher.record.last_change is not None and watcher.record.last_change.summary == "sync 1"
+    kept = _watcher(tmp_path, _Catalog(), sync, quiet_s=0).record
+    assert kept.last_change == watcher.record.last_change and len(kept.runs) == 2, "kept across restarts"
+    for _ in range(RECENT_RUNS + 2):
+        watcher.record.signature = "older"
+        await watcher.check()
+    assert len(watcher.record.runs) == RECENT_RUNS and watcher.record.last_change.summary == "sync 1"
 
 
 async def test_a_change_waits_for_the_quiet_period(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

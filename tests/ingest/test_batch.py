@@ -46,7 +46,9 @@ async def test_each_book_gets_a_row_and_a_failure_never_stops_the_batch() -> Non
     assert "id 3" in rows[2].error and rows[3].error == "Internal error; the ingest service log has details."
     assert heard == [1, 2, 3, 4]
     assert [done for done, _, _ in progress] == sorted(done for done, _, _ in progress)
-    assert progress[-1][:2] == (4000, 4000) and progress[-1][2] == "4/4 Title 4: failed"
+    # Counted in books, the book under way's own progress said in the message.
+    assert progress[0] == (0, 4, "0/4 books done; book 1: 28%, half")
+    assert progress[-1] == (4, 4, "4/4 books done; Title 4: failed")
     assert summary(rows) == "📚 Batch ingest complete: 1/4 succeeded, 1 skipped, 2 failed"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from google.protobuf.message import Message
 from query.fakes import embedded_store
 from waiting import wait_until
 
+from alexandria.book_formats import DEFAULT_PREFERENCE
 from alexandria.book_identity import FileVersion
 from alexandria.clients import ServiceClient, wait_until_serving
 from alexandria.errors import FailedPrecondition, NotFound, Unavailable
@@ -30,7 +32,10 @@ from alexandria.v1 import catalog_pb2, common_pb2, ingest_pb2, ingest_pb2_grpc
 from ingest.fakes import FakeCatalogClient, FakeEmbedderClient
 from ingest.helpers import FIXTURE_BOOKS, WAGAHAI, scanned_pdf
 from services.ingest import pipeline
+from services.ingest.documents import ChunkingParams
+from services.ingest.pipeline import BookIngestor
 from services.ingest.server import create_server
+from services.ingest.sync import LibrarySync, SyncCounts, SyncRequest
 from services.ingest.writer import BookWriter
 
 COLLECTION = "books"
@@ -290,7 +295,7 @@ async def test_a_sync_reads_the_listed_files_and_skips_a_book_that_failed_with_t
     assert isinstance(again, ingest_pb2.SyncResult)
     assert [(b.title, b.reason) for b in again.plan.skip_failed] == [("Empty", first.failed[0].reason)]
     assert [b.title for b in again.plan.no_file] == ["Lost"] and again.plan.unchanged == 1
-    assert "0 added, 0 replaced, 0 removed, 0 failed, 1 skipped, 1 unchanged, 1 with no file on disk" in again.summary
+    assert "0 added, 0 replaced, 0 updated, 0 removed, 0 failed, 1 skipped, 1 unchanged, 1 with no file on disk" in again.summary
     assert "ResolveBookFile" not in service.catalog.calls, "the sync reads the files the catalog listed"
 
 
@@ -355,3 +360,73 @@ async def test_a_book_written_while_the_store_holds_its_collection_says_it_waits
     assert waits and all(m.endswith("s (it may be merging the collection's segments)") for m in waits)
     assert service.progress[-1].stage == "write" and service.progress[-1].message.startswith("wrote ")
     assert len(service.held()) == 2
+
+
+async def test_a_book_renamed_in_calibre_has_its_passages_updated_in_place_with_nothing_embedded_again(
+        service: IngestService, monkeypatch: pytest.MonkeyPatch) -> None:
+    keeper = listed(1, "The Keeper", service.book_file("keeper.txt"))
+    service.catalog.library = catalog_pb2.ListLibraryFilesResponse(books=[keeper])
+    await service.run("SyncLibrary", ingest_pb2.SyncLibraryRequest(options=options()))
+    ids = sorted(r.id for r in service.store.scroll(COLLECTION, None, limit=10_000))
+    embedded: list[int] = []
+    embed_many = service.embedder.embed_many
+
+    async def counted(texts: list[str], kind: int = 0) -> object:
+        embedded.append(len(texts))
+        return await embed_many(texts, kind)
+
+    monkeypatch.setattr(service.embedder, "embed_many", counted)
+    # As Calibre does when the title changes: the file moves to a folder and name of the new title, bytes unchanged.
+    moved = service.local / "The Lighthouse Keeper (1)" / "The Lighthouse Keeper - Margaret Holloway.txt"
+    moved.parent.mkdir()
+    Path(keeper.file_path).rename(moved)
+    renamed = listed(1, "The Lighthouse Keeper", moved)
+    renamed.authors[:] = ["Margaret Holloway", "Ann Lee"]
+    service.catalog.library = catalog_pb2.ListLibraryFilesResponse(books=[renamed])
+    synced = await service.run("SyncLibrary", ingest_pb2.SyncLibraryRequest(options=options()))
+    assert isinstance(synced, ingest_pb2.SyncResult)
+    assert synced.updated == 1 and synced.added == synced.replaced == 0, synced.summary
+    assert "0 replaced, 1 updated" in synced.summary and embedded == [], "nothing is embedded again"
+    points = service.store.scroll(COLLECTION, None, limit=10_000)
+    assert sorted(r.id for r in points) == ids, "the same points, updated in place"
+    assert {(r.payload[f.BOOK_TITLE], r.payload[f.AUTHOR], r.payload[f.FILE_PATH]) for r in points} == {
+        ("The Lighthouse Keeper", "Margaret Holloway & Ann Lee", str(moved))}
+    again = await service.run("SyncLibrary", ingest_pb2.SyncLibraryRequest(options=options()))
+    assert isinstance(again, ingest_pb2.SyncResult)
+    assert again.updated == 0 and again.plan.unchanged == 1, again.summary
+
+
+async def test_a_sync_removes_the_books_gone_from_calibre_before_it_adds_new_ones(service: IngestService) -> None:
+    first, second = listed(1, "First", service.book_file("first.txt")), listed(2, "Second", service.book_file(
+        "second.txt", TEXT.replace("storm", "calm")))
+    service.catalog.library = catalog_pb2.ListLibraryFilesResponse(books=[first])
+    await service.run("SyncLibrary", ingest_pb2.SyncLibraryRequest(options=options()))
+    service.catalog.library = catalog_pb2.ListLibraryFilesResponse(books=[second])
+    service.progress.clear()
+    synced = await service.run("SyncLibrary", ingest_pb2.SyncLibraryRequest(options=options(), remove_deleted=True))
+    assert isinstance(synced, ingest_pb2.SyncResult) and synced.added == synced.removed == 1
+    stages = [p.stage for p in service.progress]
+    assert stages.index("remove") < stages.index("sync"), stages
+
+
+async def test_a_running_sync_counts_the_books_the_collection_holds_of_the_librarys(
+        service: IngestService, tmp_path: Path) -> None:
+    books = [listed(n, f"Keeper {n}", service.book_file(f"keeper{n}.txt", TEXT.replace("storm", f"storm{n}")))
+             for n in (1, 2, 3)]
+    broken = service.local / "empty.epub"
+    shutil.copy(FIXTURE_BOOKS / "empty.epub", broken)
+    service.catalog.library = catalog_pb2.ListLibraryFilesResponse(books=[*books, listed(4, "Empty", broken)])
+    sync = LibrarySync(service.catalog, BookIngestor(service.store, service.embedder, lambda collection: None),
+                       tmp_path / "sync")
+    counts = SyncCounts()
+    seen: list[tuple[int, int]] = []
+
+    def report(stage: str, done: int, total: int, message: str = "") -> None:
+        if stage == "sync" and (counts.indexed, counts.total) not in seen:
+            seen.append((counts.indexed, counts.total))
+
+    request = SyncRequest(COLLECTION, ChunkingParams(), True, DEFAULT_PREFERENCE)
+    await sync.run(request, report, counts)
+    # After each book: one more searchable; the one that fails leaves the total.
+    assert seen == [(0, 4), (1, 4), (2, 4), (3, 4), (3, 3)], seen
+    assert counts.ingested == counts.to_ingest == 4 and counts.seconds_left(time.monotonic()) == 0

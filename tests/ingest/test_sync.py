@@ -8,10 +8,11 @@ import pytest
 
 from alexandria.book_identity import FileVersion, local_book_key
 from alexandria.errors import FailedPrecondition
+from alexandria.store.records import BookRecord
 from alexandria.v1.catalog_pb2 import LibraryFile, ListLibraryFilesResponse
 from services.ingest.batch import BatchBook, BatchRow, BatchStatus
 from services.ingest.server import sync_result
-from services.ingest.sync import Failure, SyncOutcome, SyncState, listed_stamp, plan_sync
+from services.ingest.sync import Failure, SyncOutcome, SyncState, listed_metadata, listed_stamp, plan_sync
 
 PERSUASION = LibraryFile(book_id=4, uuid="uuid-persuasion", title="Persuasion", format="PDF", size_bytes=100,
                          mtime_ns=7)
@@ -53,6 +54,29 @@ def test_a_book_whose_file_changed_is_planned_for_replacement() -> None:
     assert unknown.change == [] and unknown.unchanged == 1
 
 
+def test_a_book_whose_calibre_record_changed_over_the_same_file_is_planned_for_an_update_in_place() -> None:
+    emma = LibraryFile(book_id=2, uuid="uuid-emma", title="Emma", authors=["Jane Austen"], language="eng",
+                       format="EPUB", file_path="/library/Jane Austen/Emma (2)/Emma - Jane Austen.epub",
+                       size_bytes=200, mtime_ns=8)
+    held: dict[str, FileVersion | None] = {"uuid-emma": EMMA_READ}
+    stored = BookRecord("uuid-emma", "Emma", "Jane Austen", ("Jane Austen",), "eng", emma.file_path)
+    same = plan_sync(library(emma), held, {}, True, False, records={"uuid-emma": stored})
+    assert same.update == [] and same.unchanged == 1, "a record that says what the points say changes nothing"
+    # Calibre renames the book's folder and file with its title.
+    renamed = LibraryFile()
+    renamed.CopyFrom(emma)
+    renamed.title, renamed.file_path = "Emma: A Novel", "/library/Jane Austen/Emma_ A Novel (2)/Emma_ A Novel.epub"
+    plan = plan_sync(library(renamed), held, {}, True, False, records={"uuid-emma": stored})
+    assert plan.update == [renamed] and plan.change == [] and plan.unchanged == 0
+    assert "1 to update" in plan.counts()
+    moved = listed_metadata(renamed)
+    assert (moved.title, moved.file_path, moved.language) == ("Emma: A Novel", renamed.file_path, "eng")
+    no_language = LibraryFile()
+    no_language.CopyFrom(emma)
+    no_language.language = ""  # Calibre names none: the language read from the file stays
+    assert plan_sync(library(no_language), held, {}, True, False, records={"uuid-emma": stored}).update == []
+
+
 def test_failures_survive_between_syncs_and_an_unreadable_file_forgets_them(tmp_path: Path) -> None:
     state = SyncState(tmp_path / "sync", "books")
     assert state.failures() == {}
@@ -85,7 +109,7 @@ def test_a_book_another_ingest_wrote_meanwhile_is_counted_as_skipped_not_added()
     assert outcome.added == 1
     result = sync_result(outcome)
     assert result.added == 1 and [(b.title, b.reason) for b in result.skipped] == [("Emma", written_meanwhile)]
-    assert "1 added, 0 replaced, 0 removed, 0 failed, 1 skipped, 0 unchanged" in result.summary
+    assert "1 added, 0 replaced, 0 updated, 0 removed, 0 failed, 1 skipped, 0 unchanged" in result.summary
 
 
 def test_the_plan_says_when_many_books_are_in_languages_the_model_was_not_trained_on() -> None:
