@@ -22,7 +22,7 @@ from alexandria.store import Filter, Store
 from alexandria.store import schema as f
 from alexandria.v1 import catalog_pb2, catalog_pb2_grpc, embedder_pb2, ingest_pb2, ingest_pb2_grpc
 from alexandria_stack.layout import SAMPLE_LIBRARY
-from ingest.fakes import FakeEmbedder
+from ingest.fakes import FakeEmbedderClient
 from services.catalog.server import create_server as create_catalog
 from services.ingest.server import create_server as create_ingest
 
@@ -31,7 +31,7 @@ START_TIMEOUT_S = 30
 ALMANAC, BEES = 1, 4  # the sample library's EPUB by Margaret Holloway, and its PDF
 
 
-class CountingEmbedder(FakeEmbedder):
+class CountingEmbedder(FakeEmbedderClient):
     def __init__(self) -> None:
         super().__init__()
         self.texts = 0
