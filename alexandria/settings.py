@@ -97,12 +97,17 @@ def _comma_list(value: object) -> object:
     return value
 
 
-_GRPC_TARGET = re.compile(r"^(unix:\S+|dns:/{0,3}[^\s/]+:\d{1,5}|[^\s:/]+:\d{1,5}|\[[0-9a-fA-F:]+\]:\d{1,5})$")
+_GRPC_TARGET = re.compile(r"^(unix:\S+|dns:/{0,3}[^\s/]+:\d{1,5})$")
+_HOST_PORT = re.compile(r"^([^\s:/,]+|\[[0-9a-fA-F:]+\]):\d{1,5}$")
 
 
 def _grpc_target(value: object) -> object:
-    if isinstance(value, str) and not _GRPC_TARGET.match(value):
-        raise ValueError("a gRPC address: host:port, dns:///host:port or unix:/path/to.sock")
+    """An address alexandria.clients.channel_target takes: one target, or several host:port joined by commas."""
+    if isinstance(value, str) and not (
+        _GRPC_TARGET.match(value) or all(_HOST_PORT.match(part.strip()) for part in value.split(","))
+    ):
+        raise ValueError("a gRPC address: host:port (several joined by commas), dns:///host:port or "
+                         "unix:/path/to.sock")
     return value
 
 
