@@ -193,6 +193,11 @@ class Tokens:
         return len(self.features["attention_mask"])
 
 
+# Texts a tokenizer call takes at most: a bulk request is tokenized in calls this size, each holding the
+# tokenizer (shared by the lanes) for a few milliseconds on a CPU, so a query's turn comes soon.
+TOKENIZE_CHUNK = 256
+
+
 class EmbedKind(enum.Enum):
     """What a text is for: models trained with prefixes embed questions and passages differently."""
 
@@ -292,9 +297,17 @@ class EmbeddingModel:
         return self.encode_tokens(list(self.tokenize(texts).items))
 
     def tokenize(self, texts: Sequence[str]) -> Prepared[Tokens]:
-        """The texts as the model reads them, and their lengths in tokens: one tokenizer call for all of
-        them (the fast tokenizer's batch call runs without the GIL), so a lane tokenizes a request in a
-        thread of its own while its workers run the passes of the one before."""
+        """The texts as the model reads them, and their lengths in tokens, so that a lane tokenizes a
+        request in a thread of its own while its workers run the passes of the one before. The fast
+        tokenizer's batch call runs without the GIL; it is called on TOKENIZE_CHUNK texts at a time,
+        each call padded only to its own longest text, and a query waits for the tokenizer (one object,
+        behind a lock) at most one chunk of a bulk request."""
+        items: list[Tokens] = []
+        for start in range(0, len(texts), TOKENIZE_CHUNK):
+            items += self._tokenize_chunk(texts[start : start + TOKENIZE_CHUNK])
+        return Prepared(items, np.fromiter((text.length for text in items), dtype=np.int64, count=len(items)))
+
+    def _tokenize_chunk(self, texts: Sequence[str]) -> list[Tokens]:
         with self._tokenizer_lock:
             features = self.sentence_transformer.preprocess(list(texts), processing_kwargs=_COUNT_OVERFLOW)
         sample_of_row = features.pop(_OVERFLOW_KEY).numpy()
@@ -310,7 +323,7 @@ class EmbeddingModel:
         for row, length, cut in zip(first_rows, lengths, truncated, strict=True):
             columns = slice(0, length) if self._pads_right else slice(width - length, width)
             items.append(Tokens({key: values[row, columns] for key, values in rows.items()}, bool(cut)))
-        return Prepared(items, lengths)
+        return items
 
     @torch.inference_mode()
     def encode_tokens(self, texts: list[Tokens]) -> EncodedBatch:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from services.embedder.batcher import MicroBatcher
-from services.embedder.model import EmbeddingModel, Tokens
+from services.embedder.model import TOKENIZE_CHUNK, EmbeddingModel, Tokens
 from services.embedder.server import CPU_TOKEN_BUDGET
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -51,5 +51,16 @@ def test_vectors_batched_by_token_budget_match_each_text_encoded_alone(embedding
     ])
     cosines = np.einsum("ij,ij->i", batched, alone)
     assert cosines.min() >= 0.9999, [(text[:30], round(float(c), 6)) for text, c in zip(texts, cosines, strict=True)]
-    assert truncated == sum(len(embedding_model.sentence_transformer.tokenizer(text)["input_ids"]) > 256
-                            for text in texts)
+    tokenizer = embedding_model.sentence_transformer.tokenizer
+    assert truncated == sum(len(tokenizer(text)["input_ids"]) > embedding_model.max_seq_length for text in texts)
+
+
+def test_a_request_tokenized_in_chunks_gives_each_text_its_own_tokens(embedding_model: EmbeddingModel) -> None:
+    texts = mixed_lengths() * (TOKENIZE_CHUNK // 10)  # past one chunk, its chunks of different widths
+    assert len(texts) > TOKENIZE_CHUNK
+    together = embedding_model.tokenize(texts)
+    for text, tokens, length in zip(texts, together.items, together.lengths, strict=True):
+        alone = embedding_model.sentence_transformer.tokenizer(
+            text, truncation=True, max_length=embedding_model.max_seq_length)["input_ids"]
+        assert tokens.features["input_ids"].tolist() == alone
+        assert length == len(alone)
