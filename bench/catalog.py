@@ -35,7 +35,8 @@ from alexandria.contract import BOOK_SEARCH_LIMIT
 from alexandria.settings import CatalogSettings, ClientSettings
 from alexandria.v1 import catalog_pb2, catalog_pb2_grpc
 from alexandria_stack.layout import SAMPLE_LIBRARY
-from bench.common import CALIBRE_LIBRARY, OUT, percentile_ms
+from bench.basics import OUT
+from bench.common import CALIBRE_LIBRARY, percentile_ms
 from services.catalog.calibre_db import CalibreLibrary
 from services.catalog.library import BookQuery
 from services.catalog.server import create_server

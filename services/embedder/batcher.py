@@ -1,8 +1,13 @@
 """Dynamic micro-batching in front of the model's worker threads.
 
 Callers `await batcher.embed(texts)`. The batcher cuts and merges what is waiting into model
-batches of at most `max_batch` texts and runs them in `workers` worker threads, one batch each at
-a time: the asyncio loop stays free, and torch never has more callers than the cores it was given.
+batches of at most `max_batch` texts and `token_budget` tokens (the batch's rows times its longest
+row: what its padded pass runs) and runs them in `workers` worker threads, one batch each at a
+time: the asyncio loop stays free, and torch never has more callers than the cores it was given.
+
+A request is first prepared (`prepare`: the model's tokenizer, in a thread of the lane's own, one
+request after another) into what `encode` takes and each text's length in tokens: the workers
+only run passes, and the next request is tokenized while the current one's batches run.
 
 - Small requests (one batch or less: queries) are merged: whatever arrived while the model was
   busy goes into the next batch. When the last batch merged several callers (a burst is under
@@ -12,8 +17,8 @@ a time: the asyncio loop stays free, and torch never has more callers than the c
   less than a batch of 1 followed by one of 31. A caller with no burst just before it is never
   delayed; one that comes as a burst ends waits at most the window.
 - Small requests go ahead of large ones, so queries stay fast while a book is being ingested.
-- Large requests are cut into batches of similar length (longest first) to waste less padding;
-  results come back in input order.
+- Large requests are cut into batches of similar length (longest first, by the token budget) to
+  waste less padding; results come back in input order.
 - At most `queue_limit` texts are admitted at once; past that, callers get ResourceExhausted
   instead of the process growing without bound.
 - `worker_setup` runs in each worker thread as it starts (its CPU priority and torch threads:
@@ -34,6 +39,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Generic, TypeVar, cast
 
 import numpy as np
 
@@ -54,7 +60,22 @@ class EncodedBatch:
     truncated: np.ndarray  # (n,) bool: the text was cut to the model's maximum length
 
 
-EncodeFn = Callable[[list[str]], EncodedBatch]
+Item = TypeVar("Item")
+
+
+@dataclass(frozen=True)
+class Prepared(Generic[Item]):
+    """What `prepare` makes of a request's texts: what `encode` takes for each text (its tokens), and
+    each text's length in tokens (what its row costs in a padded pass)."""
+
+    items: Sequence[Item]
+    lengths: np.ndarray  # (n,) int
+
+
+def by_characters(texts: Sequence[str]) -> Prepared[str]:
+    """The texts themselves, their characters standing for tokens: for an encoder that tokenizes its own
+    batches."""
+    return Prepared(texts, np.fromiter((len(text) for text in texts), dtype=np.int64, count=len(texts)))
 
 
 @dataclass(frozen=True)
@@ -66,8 +87,9 @@ class Embeddings:
 
 
 @dataclass(eq=False)
-class _Request:
-    texts: Sequence[str]
+class _Request(Generic[Item]):
+    texts: Sequence[Item]
+    lengths: np.ndarray  # of each text, in tokens
     order: np.ndarray  # positions in `texts`, longest text first
     vectors: np.ndarray
     future: asyncio.Future[Embeddings]
@@ -81,36 +103,40 @@ class _Request:
 
 
 @dataclass(frozen=True)
-class _Slice:
-    request: _Request
+class _Slice(Generic[Item]):
+    request: _Request[Item]
     start: int  # into request.order
     stop: int
 
     @property
-    def texts(self) -> list[str]:
+    def texts(self) -> list[Item]:
         return [self.request.texts[i] for i in self.request.order[self.start : self.stop]]
 
 
 @dataclass(eq=False)
-class _Batch:
-    slices: list[_Slice] = field(default_factory=list)
+class _Batch(Generic[Item]):
+    slices: list[_Slice[Item]] = field(default_factory=list)
 
     @property
-    def texts(self) -> list[str]:
+    def texts(self) -> list[Item]:
         return [text for piece in self.slices for text in piece.texts]
 
 
-class MicroBatcher:
-    """Merges and splits concurrent embedding requests into model batches run by worker threads."""
+class MicroBatcher(Generic[Item]):
+    """Merges and splits concurrent embedding requests into model batches run by worker threads.
+
+    Without `prepare`, `encode` takes the texts themselves and their characters count as tokens."""
 
     def __init__(
         self,
-        encode: EncodeFn,
+        encode: Callable[[list[Item]], EncodedBatch],
         *,
         dimension: int,
         max_batch: int,
         wait_s: float,
         queue_limit: int,
+        prepare: Callable[[Sequence[str]], Prepared[Item]] | None = None,
+        token_budget: int | None = None,
         name: str = "embedder-model",
         workers: int = 1,
         worker_setup: Callable[[], None] | None = None,
@@ -118,12 +144,18 @@ class MicroBatcher:
         idle_after_s: float = 0.0,
     ) -> None:
         self._encode = encode
+        self._prepare = prepare
+        # One thread: the tokenizer is one object that serves one call at a time (model.py).
+        self._preparer = (
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{name}-tokenizer") if prepare else None
+        )
         self._dimension = dimension
         self._max_batch = max_batch
+        self._token_budget = token_budget
         self._wait_s = wait_s
         self._queue_limit = queue_limit
-        self._small: deque[_Request] = deque()
-        self._large: deque[_Request] = deque()
+        self._small: deque[_Request[Item]] = deque()
+        self._large: deque[_Request[Item]] = deque()
         self._admitted = 0  # texts accepted and not yet answered
         self._queued = 0  # texts not yet handed to the model
         self._work_waiting = asyncio.Event()
@@ -131,7 +163,7 @@ class MicroBatcher:
         self._arrived = asyncio.Event()
         self._last_batch_callers = 0
         self._last_batch_done_at = 0.0  # event loop time
-        self._running: dict[_Batch, asyncio.Task[None]] = {}
+        self._running: dict[_Batch[Item], asyncio.Task[None]] = {}
         self._free_workers = asyncio.Semaphore(workers)
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name, initializer=worker_setup)
         self._collector: asyncio.Task[None] | None = None
@@ -163,6 +195,8 @@ class MicroBatcher:
         self._small.clear()
         self._large.clear()
         await asyncio.to_thread(self._executor.shutdown, wait=True)
+        if self._preparer is not None:
+            await asyncio.to_thread(self._preparer.shutdown, wait=True)
 
     async def embed(self, texts: Sequence[str]) -> Embeddings:
         """Embed `texts` (any number up to the queue limit); raise ResourceExhausted when full."""
@@ -170,10 +204,17 @@ class MicroBatcher:
         if count == 0:
             return Embeddings(np.empty((0, self._dimension), np.float32), 0)
         self._admit(count)
-        lengths = np.fromiter((len(text) for text in texts), dtype=np.int64, count=count)
+        try:
+            prepared = await self._prepared(texts)
+            if self._closed:
+                raise Unavailable("The embedder is shutting down; retry, another replica will answer.")
+        except BaseException:  # a failed tokenizer, a caller gone while it ran, a close: the room is free again
+            self._admitted -= count
+            raise
         request = _Request(
-            texts=texts,
-            order=np.argsort(-lengths, kind="stable"),
+            texts=prepared.items,
+            lengths=prepared.lengths,
+            order=np.argsort(-prepared.lengths, kind="stable"),
             vectors=np.empty((count, self._dimension), np.float32),
             future=asyncio.get_running_loop().create_future(),
         )
@@ -184,6 +225,11 @@ class MicroBatcher:
         self._update_events()
         self._arrived.set()
         return await request.future
+
+    async def _prepared(self, texts: Sequence[str]) -> Prepared[Item]:
+        if self._prepare is None or self._preparer is None:
+            return cast(Prepared[Item], by_characters(texts))
+        return await asyncio.get_running_loop().run_in_executor(self._preparer, self._prepare, texts)
 
     def _admit(self, count: int) -> None:
         if self._closed:
@@ -200,11 +246,11 @@ class MicroBatcher:
             )
         self._admitted += count
 
-    def _release(self, request: _Request, _future: asyncio.Future[Embeddings]) -> None:
+    def _release(self, request: _Request[Item], _future: asyncio.Future[Embeddings]) -> None:
         self._admitted -= len(request.texts)
         self._drop_untaken(request)
 
-    def _drop_untaken(self, request: _Request) -> None:
+    def _drop_untaken(self, request: _Request[Item]) -> None:
         if request.untaken:
             self._queued -= request.untaken
             request.taken = len(request.texts)
@@ -233,7 +279,7 @@ class MicroBatcher:
             self._last_batch_callers = len(batch.slices)
             self._running[batch] = loop.create_task(self._run(batch), name="embedder-batch")
 
-    async def _run(self, batch: _Batch) -> None:
+    async def _run(self, batch: _Batch[Item]) -> None:
         loop = asyncio.get_running_loop()
         texts = batch.texts
         started = time.perf_counter()
@@ -296,9 +342,10 @@ class MicroBatcher:
                 return  # nobody came for a whole gap: the burst is over
             someone_came_back = True
 
-    def _take_batch(self) -> _Batch:
-        batch = _Batch()
+    def _take_batch(self) -> _Batch[Item]:
+        batch: _Batch[Item] = _Batch()
         room = self._max_batch
+        rows, longest = 0, 0  # what the batch holds so far, in texts and tokens
         for queue in (self._small, self._large):
             while room and queue:
                 request = queue[0]
@@ -307,16 +354,28 @@ class MicroBatcher:
                     self._drop_untaken(request)
                     continue
                 size = min(room, request.untaken)
+                if self._token_budget is not None:
+                    # The request's next text is its longest still waiting: the batch's rows are padded
+                    # to it or to a longer one already taken.
+                    longest = max(longest, int(request.lengths[request.order[request.taken]]))
+                    fitting = self._token_budget // max(1, longest) - rows
+                    size = min(size, fitting if rows else max(1, fitting))
+                    if size <= 0:
+                        break
                 batch.slices.append(_Slice(request, request.taken, request.taken + size))
                 request.taken += size
                 self._queued -= size
                 room -= size
+                rows += size
                 if not request.untaken:
                     queue.popleft()
+            else:
+                continue
+            break  # the budget is spent
         self._update_events()
         return batch
 
-    def _deliver(self, batch: _Batch, encoded: EncodedBatch) -> None:
+    def _deliver(self, batch: _Batch[Item], encoded: EncodedBatch) -> None:
         offset = 0
         for piece in batch.slices:
             request = piece.request

@@ -22,7 +22,7 @@ from sentence_transformers.util import batch_to_device
 from transformers import PreTrainedModel
 
 from alexandria.errors import FailedPrecondition
-from services.embedder.batcher import EncodedBatch
+from services.embedder.batcher import EncodedBatch, Prepared
 from services.embedder.windows import TokenizedText, window_texts
 
 log = logging.getLogger(__name__)
@@ -187,6 +187,24 @@ def trace_token_embeddings(sentence_transformer: SentenceTransformer) -> torch.j
     return graph
 
 
+@dataclass(frozen=True)
+class Tokens:
+    """One text as the model reads it: each model input's values for its tokens (special tokens included,
+    cut to the model's maximum length, no padding), and whether it was cut."""
+
+    features: dict[str, np.ndarray]  # input name -> (tokens,) int64
+    truncated: bool
+
+    @property
+    def length(self) -> int:
+        return len(self.features["attention_mask"])
+
+
+# Texts a tokenizer call takes at most: a bulk request is tokenized in calls this size, each holding the
+# tokenizer (shared by the lanes) for a few milliseconds on a CPU, so a query's turn comes soon.
+TOKENIZE_CHUNK = 256
+
+
 class EmbedKind(enum.Enum):
     """What a text is for: models trained with prefixes embed questions and passages differently."""
 
@@ -235,7 +253,12 @@ class EmbeddingModel:
         self.device = str(sentence_transformer.device)
         self.dtype = str(sentence_transformer.dtype).removeprefix("torch.")
         self.cpu_threads = torch.get_num_threads()  # of the thread that loaded it (see threads.py)
-        self._pads_right = sentence_transformer.tokenizer.padding_side == "right"
+        tokenizer = sentence_transformer.tokenizer
+        self._pads_right = tokenizer.padding_side == "right"
+        self._pad_values = {"input_ids": tokenizer.pad_token_id or 0,
+                            "token_type_ids": getattr(tokenizer, "pad_token_type_id", 0), "attention_mask": 0}
+        # What the tokenizer returns besides one row a text (a "modality" tag), passed on with every batch.
+        self._extra_features: dict[str, Any] = {}
         # A fast tokenizer is one Rust object that a call may reconfigure (padding, truncation):
         # concurrent calls can fail with "Already borrowed".
         self._tokenizer_lock = threading.Lock()
@@ -275,32 +298,57 @@ class EmbeddingModel:
                 tokens.append(len(pieces))
         return window_texts(header, text, TokenizedText(spans, tokens), budget, overlap)
 
-    @torch.inference_mode()
     def encode(self, texts: list[str]) -> EncodedBatch:
-        """One batch: float32 unit vectors in input order, and which inputs were truncated.
+        """One batch: float32 unit vectors in input order, and which inputs were truncated (`tokenize`,
+        then `encode_tokens`)."""
+        return self.encode_tokens(list(self.tokenize(texts).items))
 
-        The batch is tokenized once. Its rows then run in the groups of similar token length that
-        cost least (`length_groups`), each padded only to its own longest row: a merged batch of
-        short queries and one long passage does not make every query pay for the passage's length,
-        and a batch of short queries stays one pass.
-        """
+    def tokenize(self, texts: Sequence[str]) -> Prepared[Tokens]:
+        """The texts as the model reads them, and their lengths in tokens, so that a lane tokenizes a
+        request in a thread of its own while its workers run the passes of the one before. The fast
+        tokenizer's batch call runs without the GIL; it is called on TOKENIZE_CHUNK texts at a time,
+        each call padded only to its own longest text, and a query waits for the tokenizer (one object,
+        behind a lock) at most one chunk of a bulk request."""
+        items: list[Tokens] = []
+        for start in range(0, len(texts), TOKENIZE_CHUNK):
+            items += self._tokenize_chunk(texts[start : start + TOKENIZE_CHUNK])
+        return Prepared(items, np.fromiter((text.length for text in items), dtype=np.int64, count=len(items)))
+
+    def _tokenize_chunk(self, texts: Sequence[str]) -> list[Tokens]:
         with self._tokenizer_lock:
-            features = self.sentence_transformer.preprocess(texts, processing_kwargs=_COUNT_OVERFLOW)
+            features = self.sentence_transformer.preprocess(list(texts), processing_kwargs=_COUNT_OVERFLOW)
         sample_of_row = features.pop(_OVERFLOW_KEY).numpy()
         truncated = np.bincount(sample_of_row, minlength=len(texts)) > 1
         # Each input's first window is what truncation keeps; its overflow rows are dropped.
         first_rows = np.flatnonzero(np.diff(sample_of_row, prepend=-1))
         lengths = features["attention_mask"].numpy()[first_rows].sum(axis=1)
+        rows = {key: value.numpy() for key, value in features.items()
+                if isinstance(value, torch.Tensor) and value.shape[:1] == sample_of_row.shape}
+        self._extra_features = {key: value for key, value in features.items() if key not in rows}
+        width = features["attention_mask"].shape[1]
+        items = []
+        for row, length, cut in zip(first_rows, lengths, truncated, strict=True):
+            columns = slice(0, length) if self._pads_right else slice(width - length, width)
+            items.append(Tokens({key: values[row, columns] for key, values in rows.items()}, bool(cut)))
+        return items
+
+    @torch.inference_mode()
+    def encode_tokens(self, texts: list[Tokens]) -> EncodedBatch:
+        """One batch of tokenized texts: float32 unit vectors in input order, and which were truncated.
+
+        Its rows run in the groups of similar token length that cost least (`length_groups`), each
+        padded only to its own longest row: a merged batch of short queries and one long passage does
+        not make every query pay for the passage's length, and a batch of short queries stays one pass.
+        """
+        lengths = np.fromiter((text.length for text in texts), dtype=np.int64, count=len(texts))
         longest_first = np.argsort(-lengths, kind="stable")
         vectors = np.empty((len(texts), self.dimension), np.float32)
         for group in length_groups(lengths[longest_first], self.pass_cost.overhead_tokens):
             members = longest_first[group]
-            # At least one column: a tokenizer without special tokens gives an empty text no tokens.
-            part = self._rows(features, first_rows[members], width=max(1, int(lengths[members[0]])))
-            part = batch_to_device(part, self.sentence_transformer.device)
+            part = batch_to_device(self._padded([texts[i] for i in members]), self.sentence_transformer.device)
             embeddings = self._sentence_embeddings(part).float()
             vectors[members] = torch.nn.functional.normalize(embeddings, p=2, dim=1).cpu().numpy()
-        return EncodedBatch(vectors=vectors, truncated=truncated)
+        return EncodedBatch(vectors=vectors, truncated=np.array([text.truncated for text in texts], dtype=bool))
 
     @torch.inference_mode()
     def calibrate(self) -> PassCost:
@@ -353,19 +401,22 @@ class EmbeddingModel:
         pooled: torch.Tensor = features["sentence_embedding"]
         return pooled
 
-    def _rows(self, features: dict[str, Any], rows: np.ndarray, width: int) -> dict[str, Any]:
-        """The given rows of a tokenized batch, cut to `width` tokens on the side that is not padding."""
-        row_count, sequence_length = features["attention_mask"].shape
-        columns = slice(0, width) if self._pads_right else slice(sequence_length - width, sequence_length)
-        selected = torch.from_numpy(rows)
-        part = {}
-        for key, value in features.items():
-            if isinstance(value, torch.Tensor) and value.shape[:1] == (row_count,):
-                value = value[selected]
-                if value.shape[1:] == (sequence_length,):
-                    value = value[:, columns]
-            part[key] = value
-        return part
+    def _padded(self, texts: list[Tokens]) -> dict[str, Any]:
+        """Tokenized texts as one batch, padded to its longest text as the tokenizer pads (its side,
+        its pad values); at least one column: a tokenizer without special tokens gives an empty text
+        no tokens."""
+        width = max(1, max(text.length for text in texts))
+        batch: dict[str, Any] = {}
+        for key in texts[0].features:
+            padded = np.full((len(texts), width), self._pad_values.get(key, 0), dtype=np.int64)
+            for row, text in enumerate(texts):
+                values = text.features[key]
+                if self._pads_right:
+                    padded[row, : len(values)] = values
+                else:
+                    padded[row, width - len(values) :] = values
+            batch[key] = torch.from_numpy(padded)
+        return {**batch, **self._extra_features}
 
 
 def length_groups(lengths_longest_first: np.ndarray, pass_overhead_tokens: float) -> list[slice]:

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import torch
 from grpc import aio
@@ -67,12 +67,18 @@ GPU_BULK_WORKERS = 2
 # On a CPU, one bulk worker a core, each pass on one thread: passes run side by side rather than each
 # spread thin over every core.
 BULK_WORKER_THREADS = 1
+# Tokens in one batch at most (its rows times its longest row). On a CPU a pass costs about its
+# tokens beyond a fixed ~50, so a batch past a few thousand tokens gains nothing and only holds more
+# memory (32 windows of 256 tokens, or EMBEDDER_MAX_BATCH sentences); a GPU runs a large pass in about
+# the time of a small one, so its batches are as large as EMBEDDER_MAX_BATCH lets them be.
+CPU_TOKEN_BUDGET = 8192
+GPU_TOKEN_BUDGET = 65536
 
 
 @dataclass(frozen=True)
 class _Ready:
     model: EmbeddingModel
-    lanes: dict[EmbedKind, MicroBatcher]
+    lanes: dict[EmbedKind, MicroBatcher[Any]]
     reranker: Reranker | None = None
     similarity_floor: float = 0.0
 
@@ -86,7 +92,7 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
     def ready(
         self,
         model: EmbeddingModel,
-        lanes: dict[EmbedKind, MicroBatcher],
+        lanes: dict[EmbedKind, MicroBatcher[Any]],
         reranker: Reranker | None = None,
         floor: float = 0.0,
     ) -> None:
@@ -281,21 +287,21 @@ def create_server(settings: EmbedderSettings, *, model: EmbeddingModel | None = 
 
         # A query's few tensors are small; a passage batch's are what the process would keep (memory.py).
         on_idle = {EmbedKind.QUERY: None, EmbedKind.PASSAGE: release_bulk_memory}
-        lanes = {
-            kind: MicroBatcher(
-                loaded.encoder_for(kind),
-                dimension=loaded.dimension,
-                max_batch=settings.embedder_max_batch,
-                wait_s=merge_wait_s,
-                queue_limit=settings.embedder_queue_limit,
-                name=f"embedder-{kind.value}",
-                workers=workers,
-                worker_setup=setup,
-                on_idle=on_idle[kind],
-                idle_after_s=IDLE_BEFORE_RELEASE_S,
-            )
-            for kind, (workers, setup) in lane_threads.items()
-        }
+        token_budget = GPU_TOKEN_BUDGET if loaded.device.startswith("cuda") else CPU_TOKEN_BUDGET
+
+        def make_lane(kind: EmbedKind, workers: int, setup: Callable[[], None]) -> MicroBatcher[Any]:
+            common: dict[str, Any] = {
+                "dimension": loaded.dimension, "max_batch": settings.embedder_max_batch, "wait_s": merge_wait_s,
+                "queue_limit": settings.embedder_queue_limit, "name": f"embedder-{kind.value}",
+                "workers": workers, "worker_setup": setup, "on_idle": on_idle[kind],
+                "idle_after_s": IDLE_BEFORE_RELEASE_S,
+            }
+            if isinstance(loaded, EmbeddingModel):  # a torch model: tokenized ahead of its passes
+                return MicroBatcher(loaded.encode_tokens, prepare=loaded.tokenize, token_budget=token_budget,
+                                    **common)
+            return MicroBatcher(loaded.encoder_for(kind), **common)  # an engine that tokenizes its own batches
+
+        lanes = {kind: make_lane(kind, workers, setup) for kind, (workers, setup) in lane_threads.items()}
         for kind, lane in lanes.items():
             lane.start()
             await lane.embed(loaded.with_prefix(WARM_UP_TEXTS, kind))

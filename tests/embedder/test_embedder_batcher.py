@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 
 import numpy as np
 import pytest
 
 from alexandria.errors import ResourceExhausted, Unavailable
-from services.embedder.batcher import EncodedBatch, MicroBatcher
+from services.embedder.batcher import EncodedBatch, MicroBatcher, Prepared
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -338,3 +338,55 @@ async def test_on_idle_runs_in_a_worker_once_the_batcher_has_drained(closing: li
     await texts
     assert await asyncio.to_thread(idle.wait, 5)
     assert len(idle_threads) == 1 and idle_threads[0] in model.threads
+
+
+def _words(texts: Sequence[str]) -> Prepared[str]:
+    """A tokenizer for the tests: a text's words are its tokens; records the thread it ran in."""
+    _words.threads.add(threading.get_ident())  # type: ignore[attr-defined]
+    if "UNTOKENIZABLE" in texts:
+        raise ValueError("the tokenizer broke")
+    return Prepared(texts, np.array([len(text.split()) for text in texts], dtype=np.int64))
+
+
+_words.threads = set()  # type: ignore[attr-defined]
+
+
+@pytest.mark.asyncio
+async def test_batches_are_cut_by_the_token_budget_longest_first_and_answered_in_input_order(
+    closing: list[MicroBatcher],
+) -> None:
+    model = FakeModel()
+    batcher = MicroBatcher(model.encode, dimension=DIMENSION, max_batch=8, wait_s=0.0, queue_limit=100,
+                           prepare=_words, token_budget=12)
+    batcher.start()
+    closing.append(batcher)
+    rng = np.random.default_rng(3)
+    texts = [" ".join([f"{i}"] + ["w"] * int(rng.integers(0, 9))) for i in range(30)]
+    result = await batcher.embed(texts)
+    assert result.vectors.tolist() == [[len(text), i] for i, text in enumerate(texts)]
+    words = [[len(text.split()) for text in batch] for batch in model.batches]
+    assert all(len(batch) * max(batch) <= 12 or len(batch) == 1 for batch in words)
+    assert all(len(batch) <= 8 for batch in words)
+    flat = [count for batch in words for count in batch]
+    assert flat == sorted(flat, reverse=True)
+    # The budget is spent, not left idle: a batch ends only where the next text would not fit.
+    for batch in words[:-1]:
+        assert (len(batch) + 1) * max(batch) > 12 or len(batch) == 8, words
+
+
+@pytest.mark.asyncio
+async def test_texts_are_tokenized_in_a_thread_of_their_own_and_a_failing_tokenizer_frees_the_room(
+    closing: list[MicroBatcher],
+) -> None:
+    model = FakeModel()
+    batcher = MicroBatcher(model.encode, dimension=DIMENSION, max_batch=4, wait_s=0.0, queue_limit=10,
+                           prepare=_words, token_budget=100)
+    batcher.start()
+    closing.append(batcher)
+    _words.threads.clear()  # type: ignore[attr-defined]
+    await batcher.embed(["one two", "three"])
+    assert _words.threads.isdisjoint(model.threads | {threading.get_ident()})  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="tokenizer broke"):
+        await batcher.embed(["fine", "UNTOKENIZABLE"])
+    assert batcher.admitted == 0
+    assert (await batcher.embed(["a"] * 10)).vectors.shape == (10, DIMENSION)
