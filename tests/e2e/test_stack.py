@@ -165,7 +165,7 @@ async def test_a_service_that_keeps_crashing_stops_the_stack_with_the_reason(tmp
 async def _next_embedder(stack: RunningStack, killed: list[int], timeout: float = 60) -> int:
     """The pid of the embedder the launcher runs now, once it is not one already killed."""
     running = await wait_until(lambda: [pid for pid, command in stack.children().items()
-                                        if command.endswith("services embedder") and pid not in killed],
+                                        if " -m services embedder" in command and pid not in killed],
                                what="the launcher to restart the embedder", timeout_s=timeout, interval_s=0.05)
     return running[0]
 
