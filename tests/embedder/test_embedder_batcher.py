@@ -388,5 +388,4 @@ async def test_texts_are_tokenized_in_a_thread_of_their_own_and_a_failing_tokeni
     assert _words.threads.isdisjoint(model.threads | {threading.get_ident()})  # type: ignore[attr-defined]
     with pytest.raises(ValueError, match="tokenizer broke"):
         await batcher.embed(["fine", "UNTOKENIZABLE"])
-    assert batcher.admitted == 0
     assert (await batcher.embed(["a"] * 10)).vectors.shape == (10, DIMENSION)
