@@ -29,8 +29,9 @@ async def auto_sync(stack: RunningStack) -> dict:
     return stats["auto_sync"]
 
 
-async def until_in_step(stack: RunningStack, runs: int, timeout: float = 180) -> dict:
-    """The automatic sync's state once it has finished `runs` syncs and nothing is pending."""
+async def until_in_step(stack: RunningStack, runs: int, timeout: float = 600) -> dict:
+    """The automatic sync's state once it has finished `runs` syncs and nothing is pending. The bound is generous:
+    on a CPU without bf16 units the multilingual model takes minutes over the seven-book library."""
     return await wait_until(lambda: auto_sync(stack),
                             lambda state: state["runs"] >= runs and not state["pending"] and not state["running"],
                             what=f"the automatic sync to be in step after {runs} runs", timeout_s=timeout,
