@@ -66,9 +66,9 @@ from alexandria.store import schema as f
 from alexandria.store.lexical import encode_query
 from alexandria.v1 import query_pb2, query_pb2_grpc
 from alexandria_stack.layout import StackLayout
+from bench.basics import OUT
 from bench.common import (
     DEFAULT_CORPUS,
-    OUT,
     STORE_SETTINGS,
     Latency,
     apply_setting_flags,

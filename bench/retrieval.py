@@ -59,9 +59,9 @@ from alexandria.clients import EmbedderClient
 from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
 from alexandria.settings import EmbedderProfile, EmbedderSettings
 from alexandria.store import open_store
+from bench.basics import OUT
 from bench.common import (
     DEFAULT_CORPUS,
-    OUT,
     bench_logging,
     corpus_stack,
     embedder_service,

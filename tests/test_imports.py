@@ -84,3 +84,13 @@ def test_a_module_imported_from_its_package_is_the_module() -> None:
     factory = modules["alexandria.store.factory"]
     assert "alexandria.store.embedded" in _imported("alexandria.store.factory", factory, modules)
     assert "alexandria.store.embedded.shard_files" in _imported("alexandria.store.factory", factory, modules)
+
+
+def test_every_bench_script_imports() -> None:
+    """The benchmarks run by hand, not in CI: an import that breaks in a refactor would go unseen until the next
+    measurement. Importing each (in one interpreter) costs seconds."""
+    import importlib
+
+    names = sorted({_module_name(path) for path in (ROOT / "bench").rglob("*.py")})
+    for name in names:
+        importlib.import_module(name)
