@@ -50,6 +50,11 @@ QUESTIONS_DIR = Path(__file__).resolve().parent / "retrieval_questions"
 # prompt is in PROMPT.md beside them), `blind.yaml` the question restated as a statement, nothing added.
 HINTS_DIR = Path(__file__).resolve().parent / "retrieval_hints"
 HINT_SETS = ("none", "llm", "blind")
+# Questions no book of the set answers, 40 a language: what the default threshold must turn away. `far`: the subjects
+# people ask an assistant about (health, money, code, cooking, sport, travel ...); `other_book`: a well-known book the
+# library does not hold; `missing_fact`: a library book's subject, but a fact that book does not hold.
+OFF_TOPIC_DIR = Path(__file__).resolve().parent / "retrieval_offtopic"
+OFF_TOPIC_KINDS = ("far", "other_book", "missing_fact")
 # "widened": more English questions over books no other half holds, written later to check which profile answers
 # best on books nothing was tuned on (the default profile is chosen there).
 SPLITS = ("tuning", "check", "widened")
@@ -175,6 +180,30 @@ def load_hints(name: str, directory: Path = HINTS_DIR) -> dict[str, str]:
     if not hints:
         raise FileNotFoundError(f"no hint set {name!r} under {directory} (expected {name}*.yaml)")
     return hints
+
+
+@dataclass(frozen=True)
+class OffTopic:
+    """A question no book of the set answers, with the passage an LLM might invent for it; `kind` says how far it
+    is from the books (OFF_TOPIC_KINDS)."""
+
+    question: str
+    passage: str
+    kind: str
+    language: str
+
+
+def load_off_topic(directory: Path = OFF_TOPIC_DIR) -> list[OffTopic]:
+    """The off-topic questions, every language's file."""
+    asked = []
+    for path in sorted(directory.glob("*.yaml")):
+        content = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for entry in content["questions"]:
+            if entry["kind"] not in OFF_TOPIC_KINDS:
+                raise ValueError(f"{path.name}: {entry['question']!r} has kind {entry['kind']!r}; "
+                                 f"one of {', '.join(OFF_TOPIC_KINDS)}")
+            asked.append(OffTopic(entry["question"], entry["passage"], entry["kind"], content["language"]))
+    return asked
 
 
 def distinct_questions(questions: list[str], count: int, skip: int = 0) -> list[str]:

@@ -89,16 +89,15 @@ async def alexandria_query(
         Field(
             min_length=1,
             max_length=HYPOTHETICAL_PASSAGE_MAX_CHARS,
-            description="Optional, and worth giving for any question about what a book says: one to three "
-            "sentences written as the answering passage might read in the book itself, in its language, style, "
-            "names and vocabulary (narrative or dialogue for a novel, verse for a play, instructions for a "
-            "manual), stating the answer as you expect the book to state it; write what you remember of the "
-            "book, or what it plausibly says. It is searched beside `query` to find the passage by how it is "
-            "written, and orders the results; scores stay relevance to `query`, and the threshold still decides "
-            "on them whether the question is answered at all (once it is, results may score down to half the "
-            "threshold), so a wrong guess cannot answer a question on another subject. It is never returned: quote only the "
-            "passages in `results` as the book's text. Keep the question itself in `query`. Leave it out for "
-            "a bare name or exact words.",
+            description="Optional; give it for any question about what a book says. `query` holds the question; "
+            "this holds your guess at the answer, written as one to three sentences of the book itself: its "
+            "language, style, names and vocabulary (narrative or dialogue for a novel, verse for a play, steps for a "
+            "manual), from what you remember of the book or what it plausibly says. It finds the passage by how it "
+            "is written and orders the results. It never decides whether the question is answered: that is the "
+            "question's own score against `threshold`, so a wrong guess cannot answer a question the books do not "
+            "cover. Once one passage reaches `threshold`, the guess may bring in others scoring at least half of it. "
+            "It is never returned: quote only the passages in `results`. Leave it out when `query` is a name, a few "
+            "key words, or a line quoted word for word.",
         ),
     ] = None,
     # Not a parameter the caller sees: the client's model's passage, when QUERY_SAMPLING asks for one.
@@ -114,8 +113,8 @@ async def alexandria_query(
     relevance to the question in [0, 1] (meaning and exact words together, or a reranker's judgement when
     one is configured); `threshold` drops passages scoring under it, and `matched_lexically` marks a passage
     kept below it because it contains every word of the query (a name, a rare word). To find where a book
-    says a line, pass the line itself (four words or more) as `query`: a passage that holds it word for word
-    comes first. When nothing reaches the threshold, `notice` says how close the best passage came; while a sync is
+    says a line you remember word for word, put the line itself (four words or more) in `query`, with no
+    hypothetical_passage: a passage that holds it word for word comes first. When nothing reaches the threshold, `notice` says how close the best passage came; while a sync is
     still filling the collection, it says how many of the library's books are searchable yet. Compose the
     answer following `response_instruction` in the result (the guardian persona and the response pattern),
     citing book and chapter. To find books by title or author instead of by content, use alexandria_search.

@@ -149,7 +149,8 @@ def lexical_relevance(signals: Signals) -> np.ndarray:
     return np.clip(signals.lexical / max(LEXICAL_SCALE, float(signals.lexical.max(initial=0.0))), 0.0, 1.0)
 
 
-def relevance(signals: Signals, similarity_floor: float, semantic: bool, lexical: bool) -> np.ndarray:
+def relevance(signals: Signals, similarity_floor: float, semantic: bool, lexical: bool,
+              at_half: float = RELEVANCE_AT_HALF) -> np.ndarray:
     """Each candidate's relevance in [0, 1] from the signals the mode uses (see the module docstring)."""
     if semantic and lexical:
         raw = SEMANTIC_WEIGHT * semantic_relevance(signals, similarity_floor) + (
@@ -159,15 +160,15 @@ def relevance(signals: Signals, similarity_floor: float, semantic: bool, lexical
         raw = semantic_relevance(signals, similarity_floor)
     else:
         raw = lexical_relevance(signals)
-    return calibrate(raw)
+    return calibrate(raw, at_half)
 
 
-def calibrate(raw: np.ndarray) -> np.ndarray:
-    """Piecewise linear onto [0, 1], RELEVANCE_AT_HALF to 0.5: the default threshold's meaning."""
+def calibrate(raw: np.ndarray, at_half: float) -> np.ndarray:
+    """Piecewise linear onto [0, 1], `at_half` to 0.5: the default threshold's meaning."""
     return np.where(
-        raw < RELEVANCE_AT_HALF,
-        0.5 * raw / RELEVANCE_AT_HALF,
-        0.5 + 0.5 * (raw - RELEVANCE_AT_HALF) / (1.0 - RELEVANCE_AT_HALF),
+        raw < at_half,
+        0.5 * raw / at_half,
+        0.5 + 0.5 * (raw - at_half) / (1.0 - at_half),
     )
 
 

@@ -63,6 +63,7 @@ from services.query.ranking import (
     RERANK_DEPTH,
     UNCHECKED_MARGIN,
     PassageReranker,
+    Signals,
     best_first,
     first_stage_terms,
     hinted_floor,
@@ -267,26 +268,15 @@ class Searcher:
         With a hypothetical passage, the first stage searches with both (ranking.first_stage_terms) and the
         candidates are ordered by their relevance to both (ranking.hinted_order); a result's score stays its
         relevance to the question."""
-        search_vector = query_vector.first_stage_vector
-        search_terms = first_stage_terms(terms, passage_terms)
-        where, checked_after = candidate_filters(query)
-        hits = await call_store(self.store, self._candidates, query, where, first_stage_pool(checked_after),
-                                search_vector, search_terms)
+        hits, measured = await self.measured_candidates(query, query_vector, terms, passage_terms)
         if not hits:
             return Ranked([], [])
         semantic = query.search_mode is not SearchMode.LEXICAL
         lexical = query.search_mode is not SearchMode.SEMANTIC
-        multivector = self._embedded_with[query.collection].passage_vectors if semantic else WINDOWS
-        texts = [(query_vector.vector if semantic else None, terms)]
-        if passage_terms is not None:
-            texts.append((query_vector.passage_vector if semantic else None, passage_terms))
-        hits, measured = await call_store(self.store, measure, self.store, query.collection, hits, texts, multivector,
-                                          checked_after, CANDIDATE_POOL)
-        if not hits:
-            return Ranked([], [])
+        texts = [terms] if passage_terms is None else [terms, passage_terms]
         scores, *passage_scores = (
             relevance(signals, query_vector.similarity_floor, semantic=semantic, lexical=lexical and bool(words.indices))
-            for signals, (_, words) in zip(measured, texts, strict=True)
+            for signals, words in zip(measured, texts, strict=True)
         )
         order = best_first(scores)
         if passage_scores:
@@ -301,6 +291,25 @@ class Searcher:
         reranked = await self.encoder.rerank(query.text, [ChunkRecord.from_payload(hit.payload).text for hit in best])
         return Ranked([best[i] for i in best_first(reranked)], [float(score) for score in np.sort(reranked)[::-1]],
                       ranked.deleted_since)
+
+    async def measured_candidates(self, query: SearchQuery, query_vector: QueryVector, terms: SparseVector,
+                                  passage_terms: SparseVector | None) -> tuple[list[Hit], list[Signals]]:
+        """The first stage's candidates and what the engine measured of each: for the question, and for the
+        hypothetical passage when there is one (ranking.measure). bench/calibration.py fits scores on these."""
+        search_vector = query_vector.first_stage_vector
+        search_terms = first_stage_terms(terms, passage_terms)
+        where, checked_after = candidate_filters(query)
+        hits = await call_store(self.store, self._candidates, query, where, first_stage_pool(checked_after),
+                                search_vector, search_terms)
+        if not hits:
+            return [], []
+        semantic = query.search_mode is not SearchMode.LEXICAL
+        multivector = self._embedded_with[query.collection].passage_vectors if semantic else WINDOWS
+        texts = [(query_vector.vector if semantic else None, terms)]
+        if passage_terms is not None:
+            texts.append((query_vector.passage_vector if semantic else None, passage_terms))
+        return await call_store(self.store, measure, self.store, query.collection, hits, texts, multivector,
+                                checked_after, CANDIDATE_POOL)
 
     def _candidates(self, query: SearchQuery, where: Filter, pool: int, vector: np.ndarray,
                     terms: SparseVector) -> list[Hit]:

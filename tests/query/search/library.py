@@ -7,7 +7,7 @@ import numpy as np
 
 from query.fakes import FakeEncoder, RecordingStore, unit
 from services.query.outcome import SearchOutcome
-from services.query.ranking import calibrate
+from services.query.ranking import RELEVANCE_AT_HALF, calibrate
 from services.query.search import Searcher, SearchQuery
 
 COLLECTION = "books"
@@ -50,5 +50,5 @@ async def run_search(
 
 def semantic_score(cosine: float) -> float:
     """A semantic-mode score for a chunk without sentence vectors (floor 0): its cosine, calibrated."""
-    return round(float(calibrate(np.array([cosine]))[0]), 4)
+    return round(float(calibrate(np.array([cosine]), RELEVANCE_AT_HALF)[0]), 4)
 

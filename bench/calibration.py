@@ -1,0 +1,259 @@
+"""What a score means under each profile: the raw signals of answers and of off-topic questions, and the scale
+that maps them to `score`.
+
+    .venv/bin/python -m bench.calibration --profile fast --profile multilingual ...   # measure (store kept)
+    .venv/bin/python -m bench.calibration --report                                     # fit and report
+
+Reads the stores bench/retrieval.py leaves in its scratch folder (run it first for each profile: it ingests the
+books once). For every question of the retrieval set (tuning, check and widened halves, every language) and every
+off-topic question (bench/retrieval_offtopic/ and bench.retrieval's OFF_TOPIC), asked without a passage and with the
+LLM's (off-topic questions: their invented passage), it records the first stage's candidates exactly as the search
+finds them (Searcher.measured_candidates), what the engine measured of each (ranking.Signals), and which of them
+answers the question; and the model's similarity floor. One JSON file per profile under bench/out/calibration/.
+
+`--report` then scores every recorded candidate with ranking.relevance under each profile's ScoreScale and
+selects as the search does at the tool's defaults (threshold 0.5, limit 5; the hypothetical passage's order and
+its share of the threshold), and prints, per profile and hint: recall@5 / MRR@10 of each half at the default
+threshold and at threshold 0, and how many off-topic questions of each kind get a passage. `--fit` prints, for each
+profile, the relevance that would score 0.5 so that the tuning half's answers and the off-topic questions are told
+apart best (the check half and the widened set are never fitted on). Candidates kept for holding every word of the
+question, and quotes put first, are not modelled: the retrieval bench measures the search whole.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, get_args
+
+import numpy as np
+
+from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
+from alexandria.settings import EmbedderProfile
+from alexandria.store import open_store
+from alexandria.store.lexical import encode_query
+from alexandria.store.records import ChunkRecord
+from bench.basics import OUT
+from bench.common import bench_logging, embedder_service, store_settings
+from bench.questions import (
+    OFF_TOPIC_KINDS,
+    SPLITS,
+    contains_phrase,
+    load_hints,
+    load_off_topic,
+    load_questions,
+)
+from bench.retrieval import COLLECTION, DEFAULT_SCRATCH, OFF_TOPIC, Configuration, is_from_book, model_slug
+from services.query.ranking import Signals, best_first, hinted_floor, hinted_order, relevance
+from services.query.search import Searcher, SearchQuery
+from services.query.server import EmbedderQueryEncoder
+
+DEFAULT_OUT = OUT / "calibration"
+HINTS = ("none", "llm")
+# The ten off-topic questions bench/retrieval.py asked first, reported apart from the sets of 40 a language.
+FIRST_TEN = "first_ten"
+LIMIT = int(QUERY_LIMIT.default)
+MRR_AT = 10
+
+log = logging.getLogger("bench.calibration")
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One question as asked once: its set (a half, or an off-topic kind), language, hint, and its candidates'
+    signals (for the question, and for the passage when hinted) and whether each answers it."""
+
+    group: str
+    language: str
+    hint: str
+    question: Signals
+    passage: Signals | None
+    answers: np.ndarray  # bool, per candidate
+
+
+def _signals_json(signals: Signals) -> dict[str, list[float]]:
+    return {"chunk": signals.chunk_cosine.round(5).tolist(), "window": signals.window_cosine.round(5).tolist(),
+            "lexical": signals.lexical.round(4).tolist()}
+
+
+def _signals(data: dict[str, list[float]]) -> Signals:
+    return Signals(np.array(data["chunk"]), np.array(data["window"]), np.array(data["lexical"]))
+
+
+async def measure_profile(scratch: Path, out: Path, profile: EmbedderProfile) -> Path:
+    """Record every question's candidates under `profile` from its retrieval bench store."""
+    configuration = Configuration(None, profile)
+    store_dir = scratch / model_slug(configuration)
+    if not (store_dir / "store").is_dir():
+        raise SystemExit(f"no retrieval bench store for {profile} under {store_dir}: run "
+                         f".venv/bin/python -m bench.retrieval --profile {profile} --no-gateway --hint none first")
+    store = open_store(store_settings(store_dir))
+    llm = load_hints("llm")
+    asked: list[dict[str, Any]] = []
+    try:
+        async with embedder_service(store_dir, None, profile) as embedder:
+            info = await embedder.model_info()
+            encoder = EmbedderQueryEncoder(embedder)
+            searcher = Searcher(store, encoder)
+            on_topic = [(q.split, q.language, q.question, llm.get(q.question), q) for q in load_questions()]
+            off_topic = [(o.kind, o.language, o.question, o.passage, None) for o in load_off_topic()] + [
+                (FIRST_TEN, "en", text, passage, None) for text, passage in OFF_TOPIC.items()]
+            await searcher.search(SearchQuery(on_topic[0][2], COLLECTION), 10**9)  # learns the collection's model
+            for count, (group, language, text, passage, question) in enumerate(on_topic + off_topic, 1):
+                if count % 100 == 0:
+                    log.info("%s: %d of %d questions", profile, count, len(on_topic) + len(off_topic))
+                for hint in HINTS:
+                    hinted = passage if hint == "llm" else None
+                    if hint == "llm" and hinted is None:
+                        continue
+                    query = SearchQuery(text, COLLECTION, passage=hinted)
+                    vector = await encoder.encode(text, hinted)
+                    hits, measured = await searcher.measured_candidates(
+                        query, vector, encode_query(text), encode_query(hinted) if hinted else None)
+                    answers = [False] * len(hits)
+                    if question is not None and hits:
+                        records = {r.id: ChunkRecord.from_payload(r.payload)
+                                   for r in store.retrieve(COLLECTION, [hit.id for hit in hits])}
+                        answers = [hit.id in records and is_from_book(records[hit.id].book.file_path,
+                                                                      records[hit.id].book.calibre_id, question.book)
+                                   and contains_phrase(records[hit.id].text, question.phrase) for hit in hits]
+                    asked.append({"group": group, "language": language, "hint": hint, "answers": answers,
+                                  "question": _signals_json(measured[0]) if measured else None,
+                                  "passage": _signals_json(measured[1]) if len(measured) > 1 else None})
+    finally:
+        store.close()
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{profile}.json"
+    path.write_text(json.dumps({"profile": profile, "model": info.name, "similarity_floor": info.similarity_floor,
+                                "asked": asked}), encoding="utf-8")
+    log.info("%s: %d questions asked, written to %s", profile, len(asked), path)
+    return path
+
+
+def load_measured(path: Path) -> tuple[dict[str, Any], list[Asked]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    asked = [Asked(a["group"], a["language"], a["hint"],
+                   _signals(a["question"]) if a["question"] else Signals(np.zeros(0), np.zeros(0), np.zeros(0)),
+                   _signals(a["passage"]) if a["passage"] else None, np.array(a["answers"], dtype=bool))
+             for a in data["asked"]]
+    return data, asked
+
+
+def selected(asked: Asked, floor: float, at_half: float, threshold: float) -> list[int]:
+    """The candidates the search returns at `threshold` and the default limit, in order (search.select_passages,
+    less the candidates kept for their words alone)."""
+    if not len(asked.answers):
+        return []
+    lexical = bool(asked.question.lexical.any())
+    scores = relevance(asked.question, floor, semantic=True, lexical=lexical, at_half=at_half)
+    order = best_first(scores)
+    if asked.passage is not None:
+        passage_scores = relevance(asked.passage, floor, semantic=True, lexical=bool(asked.passage.lexical.any()),
+                                   at_half=at_half)
+        order = hinted_order(scores, passage_scores)
+        if scores.max() >= threshold:
+            threshold = hinted_floor(threshold)
+    return [i for i in order if scores[i] >= threshold][:LIMIT]
+
+
+def answer_rank(asked: Asked, picked: Sequence[int]) -> int | None:
+    return next((rank for rank, i in enumerate(picked) if asked.answers[i]), None)
+
+
+@dataclass(frozen=True)
+class Figures:
+    recall5: float
+    mrr10: float
+    questions: int
+
+    @classmethod
+    def of(cls, ranks: Sequence[int | None]) -> Figures:
+        n = max(1, len(ranks))
+        return cls(sum(r is not None and r < 5 for r in ranks) / n,
+                   sum(1 / (r + 1) for r in ranks if r is not None and r < MRR_AT) / n, len(ranks))
+
+    def __str__(self) -> str:
+        return f"{self.recall5:.3f} / {self.mrr10:.3f}"
+
+
+def figures(asked: Sequence[Asked], floor: float, at_half: float, threshold: float) -> dict[str, Any]:
+    """Per hint: each half's recall@5 / MRR@10 (English, German, French questions: the headline's), the widened
+    set's, every language's, and each off-topic group's count of questions answered."""
+    result: dict[str, Any] = {}
+    for hint in HINTS:
+        mine = [a for a in asked if a.hint == hint]
+        ranks = {id(a): answer_rank(a, selected(a, floor, at_half, threshold)) for a in mine if a.group in SPLITS}
+        halves = {split: Figures.of([ranks[id(a)] for a in mine if a.group == split and a.language in ("en", "de", "fr")])
+                  for split in SPLITS}
+        languages = {language: Figures.of([ranks[id(a)] for a in mine if a.group in SPLITS and a.language == language])
+                     for language in sorted({a.language for a in mine if a.group in SPLITS})}
+        off = {group: (sum(bool(selected(a, floor, at_half, threshold)) for a in mine if a.group == group),
+                       sum(a.group == group for a in mine))
+               for group in (FIRST_TEN, *OFF_TOPIC_KINDS)}
+        result[hint] = {"halves": halves, "languages": languages, "off_topic": off}
+    return result
+
+
+def best_scores(asked: Sequence[Asked], floor: float, at_half: float) -> np.ndarray:
+    return np.array([relevance(a.question, floor, semantic=True, lexical=bool(a.question.lexical.any()),
+                               at_half=at_half).max(initial=0.0) for a in asked])
+
+
+def fit_at_half(asked: Sequence[Asked], floor: float) -> float:
+    """The raw relevance to score 0.5 that best tells the tuning half's questions (their best candidate) from the
+    off-topic ones (theirs), without a passage: the midpoint of the widest gap, or where the fewest are on the
+    wrong side."""
+    plain = [a for a in asked if a.hint == "none"]
+    # at_half = 1 leaves raw relevance as it is below 1: the best candidates' raw relevance.
+    on = np.sort(best_scores([a for a in plain if a.group == "tuning"], floor, 1.0)) / 0.5
+    off = np.sort(best_scores([a for a in plain if a.group not in SPLITS], floor, 1.0)) / 0.5
+    grid = np.linspace(0.05, 0.95, 901)
+    wrong = np.array([(on < c).sum() + (off >= c).sum() for c in grid])
+    best = grid[wrong == wrong.min()]
+    return float((best.min() + best.max()) / 2)
+
+
+def report(out: Path, fit: bool) -> None:
+    from services.query.ranking import RELEVANCE_AT_HALF
+
+    for path in sorted(out.glob("*.json")):
+        data, asked = load_measured(path)
+        floor = data["similarity_floor"]
+        scales = {"today": RELEVANCE_AT_HALF}
+        if fit:
+            scales["fitted"] = fit_at_half(asked, floor)
+        for name, at_half in scales.items():
+            print(f"\n{data['profile']} ({data['model']}), floor {floor:.3f}, relevance at half {at_half:.3f} ({name})")
+            for label, threshold in (("default", QUERY_THRESHOLD.default), ("threshold0", 0.0)):
+                for hint, result in figures(asked, floor, at_half, threshold).items():
+                    halves = "  ".join(f"{split} {result['halves'][split]}" for split in SPLITS)
+                    languages = " ".join(f"{lang} {f.recall5:.2f}" for lang, f in result["languages"].items())
+                    off = " ".join(f"{group} {n}/{total}" for group, (n, total) in result["off_topic"].items())
+                    print(f"  {label:<10} hint {hint:<4} {halves}  | R@5 {languages} | off-topic answered: {off}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--profile", action="append", default=[], choices=get_args(EmbedderProfile),
+                        help="measure this profile's candidates (repeatable)")
+    parser.add_argument("--scratch", type=Path, default=DEFAULT_SCRATCH, help="bench/retrieval.py's scratch folder")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--report", action="store_true", help="report every measured profile's figures")
+    parser.add_argument("--fit", action="store_true", help="with --report: fit each profile's relevance at half too")
+    args = parser.parse_args()
+    bench_logging("calibration")
+    for profile in args.profile:
+        asyncio.run(measure_profile(args.scratch.resolve(), args.out, profile))
+    if args.report or args.fit:
+        report(args.out, args.fit)
+    if not (args.profile or args.report or args.fit):
+        parser.error("name a --profile to measure, or --report")
+
+
+if __name__ == "__main__":
+    main()
