@@ -45,18 +45,23 @@ from bench.questions import (
     SPLITS,
     contains_phrase,
     load_hints,
-    load_off_topic,
     load_questions,
 )
-from bench.retrieval import COLLECTION, DEFAULT_SCRATCH, OFF_TOPIC, Configuration, is_from_book, model_slug
+from bench.retrieval import (
+    COLLECTION,
+    DEFAULT_SCRATCH,
+    FIRST_TEN,
+    Configuration,
+    is_from_book,
+    model_slug,
+    off_topic_set,
+)
 from services.query.ranking import Signals, best_first, hinted_floor, hinted_order, relevance
 from services.query.search import Searcher, SearchQuery
 from services.query.server import EmbedderQueryEncoder
 
 DEFAULT_OUT = OUT / "calibration"
 HINTS = ("none", "llm")
-# The ten off-topic questions bench/retrieval.py asked first, reported apart from the sets of 40 a language.
-FIRST_TEN = "first_ten"
 LIMIT = int(QUERY_LIMIT.default)
 MRR_AT = 10
 
@@ -101,8 +106,7 @@ async def measure_profile(scratch: Path, out: Path, profile: EmbedderProfile) ->
             encoder = EmbedderQueryEncoder(embedder)
             searcher = Searcher(store, encoder)
             on_topic = [(q.split, q.language, q.question, llm.get(q.question), q) for q in load_questions()]
-            off_topic = [(o.kind, o.language, o.question, o.passage, None) for o in load_off_topic()] + [
-                (FIRST_TEN, "en", text, passage, None) for text, passage in OFF_TOPIC.items()]
+            off_topic = [(o.kind, o.language, o.question, o.passage, None) for o in off_topic_set(())]
             await searcher.search(SearchQuery(on_topic[0][2], COLLECTION), 10**9)  # learns the collection's model
             for count, (group, language, text, passage, question) in enumerate(on_topic + off_topic, 1):
                 if count % 100 == 0:

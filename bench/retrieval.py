@@ -73,12 +73,15 @@ from bench.common import (
 from bench.questions import (
     HEADLINE_LANGUAGES,
     HINT_SETS,
+    OFF_TOPIC_KINDS,
     SPLITS,
+    OffTopic,
     Question,
     book_file,
     contains_phrase,
     load_books,
     load_hints,
+    load_off_topic,
     load_questions,
 )
 from services.embedder.loading import DEFAULT_MODEL_PACKAGE, name_suffix, resolve_device
@@ -137,6 +140,8 @@ OFF_TOPIC = {
         "Germany won the 2014 World Cup in Brazil, beating Argentina one-nil in the final at the Maracanã, "
         "when Mario Götze scored in extra time.",
 }
+# The group OFF_TOPIC's questions are reported under, apart from the sets of 40 a language.
+FIRST_TEN = "first_ten"
 UNLIMITED_BUDGET = 10**9
 
 log = logging.getLogger("bench.retrieval")
@@ -270,14 +275,15 @@ class ModelRun:
     ingest_s: float
     store_bytes: int
     books: int
-    off_topic_answered: dict[str, int]  # of OFF_TOPIC, at the tool's defaults, by hint set
+    off_topic_answered: dict[str, dict[str, list[str]]]  # by hint set, then group: those answered at the defaults
     query_encode_ms: float   # p50 of one question's Embed, in process
     sentences: int           # in the books ingested by this run (0: the store was already there)
     quotes: dict[str, list[Answer]]  # each phrase asked as the query (quotes()), hybrid, by threshold label
 
 
 async def evaluate_model(
-    corpus: Path, scratch: Path, configuration: Configuration, questions: Sequence[Question], hints: dict[str, dict[str, str]]
+    corpus: Path, scratch: Path, configuration: Configuration, questions: Sequence[Question],
+    hints: dict[str, dict[str, str]], off_topic_questions: Sequence[OffTopic],
 ) -> ModelRun:
     scratch.mkdir(parents=True, exist_ok=True)
     files = sorted({book_file(corpus, q.book) for q in questions})
@@ -302,14 +308,7 @@ async def evaluate_model(
             }
             asked_quotes = {label: await ask_all(searcher, quotes(questions), SearchMode.HYBRID, threshold, {})
                             for label, threshold in THRESHOLDS.items()}
-            off_topic = {
-                hint: sum([
-                    bool((await searcher.search(SearchQuery(text, COLLECTION, passage=passage if hint != "none" else None),
-                                                UNLIMITED_BUDGET)).results)
-                    for text, passage in OFF_TOPIC.items()
-                ])
-                for hint in hints
-            }
+            off_topic = {hint: await off_topic_answered(searcher, off_topic_questions, hint != "none") for hint in hints}
             encode_ms = await query_encode_ms(embedder, questions)
     finally:
         store.close()
@@ -318,6 +317,31 @@ async def evaluate_model(
     profile = resolve_profile(configuration.settings(), resolve_device("auto")).profile
     return ModelRun(name, profile, answers, ingest_s, store_bytes, len(files), off_topic, encode_ms, sentences,
                     asked_quotes)
+
+
+def off_topic_set(languages: Sequence[str]) -> list[OffTopic]:
+    """The off-topic questions asked: OFF_TOPIC (FIRST_TEN, reported apart) and bench/retrieval_offtopic's, in
+    `languages` when some are named."""
+    first_ten = [OffTopic(text, passage, FIRST_TEN, "en") for text, passage in OFF_TOPIC.items()]
+    return [o for o in [*first_ten, *load_off_topic()] if not languages or o.language in languages]
+
+
+async def off_topic_answered(searcher: Searcher, asked: Sequence[OffTopic], hinted: bool) -> dict[str, list[str]]:
+    """The off-topic questions given a passage at the tool's defaults, by kind (FIRST_TEN apart)."""
+    answered: dict[str, list[str]] = {kind: [] for kind in (FIRST_TEN, *OFF_TOPIC_KINDS)}
+    for o in asked:
+        outcome = await searcher.search(SearchQuery(o.question, COLLECTION, passage=o.passage if hinted else None),
+                                        UNLIMITED_BUDGET)
+        if outcome.results:
+            answered[o.kind].append(o.question)
+    return answered
+
+
+def off_topic_summary(answered: dict[str, list[str]], asked: Sequence[OffTopic]) -> dict[str, Any]:
+    """Each group's count answered and asked, and the share of the sets of 40 a language answered."""
+    counts = {kind: [len(names), sum(o.kind == kind for o in asked)] for kind, names in answered.items()}
+    new = [n for kind, n in counts.items() if kind != FIRST_TEN]
+    return {**counts, "share_answered": round(sum(a for a, _ in new) / max(1, sum(t for _, t in new)), 4)}
 
 
 def quotes(questions: Sequence[Question]) -> list[Question]:
@@ -437,7 +461,9 @@ async def run(
         raise SystemExit(f"no question is in {', '.join(languages)}; the question set's languages are "
                          f"{', '.join(sorted({q.language for q in load_questions()}))}")
     hints = {name: load_hints(name) for name in dict.fromkeys(["none", *hint_sets])}
-    runs = [await evaluate_model(corpus, scratch / model_slug(c), c, questions, hints) for c in configurations]
+    off_topic = off_topic_set(languages)
+    runs = [await evaluate_model(corpus, scratch / model_slug(c), c, questions, hints, off_topic)
+            for c in configurations]
     rows: dict[str, dict[str, Scores]] = {}
     language_rows: dict[str, dict[str, dict[str, Scores]]] = {}
     for model_run in runs:
@@ -458,10 +484,24 @@ async def run(
     for model_run in runs:
         print(f"{model_run.model} (profile {model_run.profile}): {model_run.books} books, store {model_run.store_bytes / 1e6:.1f} MB "
               f"({model_run.store_bytes / model_run.books / 1e6:.2f} MB a book), query encode p50 "
-              f"{model_run.query_encode_ms:.1f} ms, off-topic questions answered at the defaults "
-              + ", ".join(f"{n}/{len(OFF_TOPIC)} (hint {hint})" for hint, n in model_run.off_topic_answered.items())
+              f"{model_run.query_encode_ms:.1f} ms"
               + (f", ingested in {model_run.ingest_s:.0f} s ({model_run.sentences / model_run.ingest_s:.0f} "
                  "sentences/s)" if model_run.ingest_s else ""))
+        for hint, answered in model_run.off_topic_answered.items():
+            counts = off_topic_summary(answered, off_topic)
+            print(f"  off-topic questions answered at the defaults, hint {hint}: "
+                  + ", ".join(f"{kind} {n}/{total}" for kind, (n, total) in
+                              ((k, v) for k, v in counts.items() if k != "share_answered"))
+                  + f" (the sets of 40 a language: {counts['share_answered']:.1%})")
+            for kind, names in answered.items():
+                for name in names:
+                    log.info("answered off-topic (%s, hint %s): %s", kind, hint, name)
+        for hint in hints:
+            plain, unlimited = (by_split(headline(limited(model_run.answers[(SearchMode.HYBRID, label, hint)], label)), 5)
+                                for label in THRESHOLDS)
+            print(f"  answers the default threshold costs, hint {hint} (recall@5 at {QUERY_THRESHOLD.default} against 0): "
+                  + ", ".join(f"{split} {plain[split].recall[5]:.3f} / {unlimited[split].recall[5]:.3f}"
+                              for split in SPLITS if plain[split].questions))
     result: dict[str, Any] = {
         **summary(rows[f"{row_name(first)} hybrid default"]),
         "threshold0": summary(rows[f"{row_name(first)} hybrid threshold0"]),
@@ -469,7 +509,8 @@ async def run(
         "query_encode_ms": round(first.query_encode_ms, 2),
         "profiles": [{"profile": r.profile, "model": r.model, "query_encode_ms": round(r.query_encode_ms, 2)}
                      for r in runs],
-        "off_topic_answered": first.off_topic_answered,
+        "off_topic_answered": {hint: off_topic_summary(answered, off_topic)
+                               for hint, answered in first.off_topic_answered.items()},
         "hints": {hint: summary(rows[row_label(first, SearchMode.HYBRID, "default", hint)]) for hint in hints},
         "quotes": {**summary(quote_rows[f"{row_name(first)} hybrid default quotes"]),
                    **{f"{split}.recall@1": round(scores.recall[1], 4)
