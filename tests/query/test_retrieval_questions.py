@@ -94,3 +94,23 @@ def test_every_hint_answers_a_question_of_the_set_and_every_check_question_has_o
         assert set(hints) <= asked, name
         assert {q.question for q in QUESTIONS if q.split != "widened"} <= set(hints), name
         assert all(0 < len(passage) <= 1000 for passage in hints.values()), name
+
+
+def test_every_bench_language_has_forty_off_topic_questions_of_each_kind() -> None:
+    off_topic = questions.load_off_topic()
+    languages = {q.language for q in QUESTIONS}
+    per_language = Counter(o.language for o in off_topic)
+    assert set(per_language) == languages and min(per_language.values()) >= 40
+    for language in languages:
+        kinds = Counter(o.kind for o in off_topic if o.language == language)
+        assert set(kinds) == set(questions.OFF_TOPIC_KINDS), language
+    assert all(o.passage.strip() for o in off_topic)
+    assert len({o.question for o in off_topic}) == len(off_topic)
+
+
+def test_an_off_topic_question_of_an_unknown_kind_is_named(tmp_path: Path) -> None:
+    (tmp_path / "en.yaml").write_text(
+        "language: en\nquestions:\n  - question: How tall is Everest?\n    kind: trivia\n    passage: It is 8849 m.\n",
+        encoding="utf-8")
+    with pytest.raises(ValueError, match="How tall is Everest.*trivia"):
+        questions.load_off_topic(tmp_path)
