@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.retrieval [--model PATH_OR_PACKAGE ...] [--profile baseline|fast|best ...]
                                         [--language ja --language hr ...] [--hint none|llm|blind ...]
-                                        [--no-gateway] [--corpus ../shared/corpus] [--scratch bench/out/retrieval]
+                                        [--split tuning|check|widened ...] [--no-gateway] [--corpus ../shared/corpus] [--scratch bench/out/retrieval]
 
 Questions: bench/retrieval_questions/*.yaml (bench/questions.py says what makes one sound), split by
 book into a tuning half and a check half, and a widened set over books neither holds (English, to choose
@@ -17,7 +17,8 @@ Quotes: each question's phrase of QUOTE_MIN_WORDS or more words is asked as the 
 tool's defaults), as a caller who remembers a line and wants the passage that holds it; the answer is the
 same passage. Their figures are under "quotes" in the JSON, recall@1 among them.
 Each book's questions are in its language (English, German, French, Japanese, Croatian); `--language`
-(repeatable) asks only those in the languages named, and ingests only their books.
+(repeatable) asks only those in the languages named, and ingests only their books; `--split` likewise for the
+tuning half, the check half or the widened set.
 
 1. For each model (`--model`, repeatable; default: the embedder's default model) under each profile
    (`--profile`, repeatable: EMBEDDER_PROFILE values; a profile's own model unless --model is given), the
@@ -454,9 +455,10 @@ def row_label(model_run: ModelRun, mode: SearchMode, label: str, hint: str) -> s
 
 async def run(
     corpus: Path, scratch: Path, configurations: Sequence[Configuration], gateway: bool, languages: Sequence[str] = (),
-    hint_sets: Sequence[str] = HINT_SETS,
+    hint_sets: Sequence[str] = HINT_SETS, splits: Sequence[str] = (),
 ) -> dict[str, Any]:
-    questions = [q for q in load_questions() if not languages or q.language in languages]
+    questions = [q for q in load_questions()
+                 if (not languages or q.language in languages) and (not splits or q.split in splits)]
     if not questions:
         raise SystemExit(f"no question is in {', '.join(languages)}; the question set's languages are "
                          f"{', '.join(sorted({q.language for q in load_questions()}))}")
@@ -549,6 +551,8 @@ def main() -> None:
                         help="EMBEDDER_PROFILE values to compare (default: EMBEDDER_PROFILE, else auto)")
     parser.add_argument("--language", action="append", default=[],
                         help="ask only the questions in this language (ISO 639-1, repeatable: --language ja)")
+    parser.add_argument("--split", action="append", default=[], choices=SPLITS,
+                        help="ask only this set's questions, and ingest only its books (repeatable)")
     parser.add_argument("--no-gateway", action="store_true", help="skip the pass through the MCP gateway")
     parser.add_argument("--hint", action="append", choices=HINT_SETS,
                         help="hint sets to ask with, as hypothetical_passage (repeatable; default: all of them)")
@@ -557,7 +561,7 @@ def main() -> None:
     configurations = [Configuration(model, profile) for profile in args.profile or [None]
                       for model in args.model or [None]]
     result = asyncio.run(run(args.corpus, args.scratch.resolve(), configurations, not args.no_gateway, args.language,
-                             args.hint or HINT_SETS))
+                             args.hint or HINT_SETS, args.split))
     print(json.dumps(result))
 
 

@@ -24,33 +24,33 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x61lexandria/v1/embedder.proto\x12\ralexandria.v1\"\x15\n\x13GetModelInfoRequest\"\xa3\x01\n\tModelInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tdimension\x18\x02 \x01(\x05\x12\x16\n\x0emax_seq_length\x18\x03 \x01(\x05\x12\x0e\n\x06\x64\x65vice\x18\x04 \x01(\t\x12\x12\n\nnormalized\x18\x05 \x01(\x08\x12\r\n\x05\x64type\x18\x06 \x01(\t\x12\x10\n\x08reranker\x18\x07 \x01(\t\x12\x18\n\x10similarity_floor\x18\x08 \x01(\x02\"w\n\x0c\x45mbedRequest\x12\r\n\x05texts\x18\x01 \x03(\t\x12&\n\x04kind\x18\x02 \x01(\x0e\x32\x18.alexandria.v1.EmbedKind\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x1e\n\x16neighbour_similarities\x18\x04 \x01(\x08\"\x96\x01\n\rEmbedResponse\x12\x0f\n\x07vectors\x18\x01 \x01(\x0c\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\x12\x11\n\tdimension\x18\x03 \x01(\x05\x12\x11\n\ttruncated\x18\x04 \x01(\x05\x12\r\n\x05model\x18\x05 \x01(\t\x12\x10\n\x08sequence\x18\x06 \x01(\x03\x12\x1e\n\x16neighbour_similarities\x18\x07 \x03(\x02\"/\n\x0fWindowedPassage\x12\x0e\n\x06header\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\"_\n\x13\x45mbedWindowsRequest\x12\x30\n\x08passages\x18\x01 \x03(\x0b\x32\x1e.alexandria.v1.WindowedPassage\x12\x16\n\x0eoverlap_tokens\x18\x02 \x01(\x05\"Z\n\x14\x45mbedWindowsResponse\x12\x0f\n\x07vectors\x18\x01 \x01(\x0c\x12\x0f\n\x07windows\x18\x02 \x03(\x05\x12\x11\n\tdimension\x18\x03 \x01(\x05\x12\r\n\x05model\x18\x04 \x01(\t\"0\n\rRerankRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x10\n\x08passages\x18\x02 \x03(\t\"2\n\x0eRerankResponse\x12\x0e\n\x06scores\x18\x01 \x03(\x02\x12\x10\n\x08reranker\x18\x02 \x01(\t*U\n\tEmbedKind\x12\x1a\n\x16\x45MBED_KIND_UNSPECIFIED\x10\x00\x12\x14\n\x10\x45MBED_KIND_QUERY\x10\x01\x12\x16\n\x12\x45MBED_KIND_PASSAGE\x10\x02\x32\x91\x03\n\x0f\x45mbedderService\x12L\n\x0cGetModelInfo\x12\".alexandria.v1.GetModelInfoRequest\x1a\x18.alexandria.v1.ModelInfo\x12\x42\n\x05\x45mbed\x12\x1b.alexandria.v1.EmbedRequest\x1a\x1c.alexandria.v1.EmbedResponse\x12L\n\x0b\x45mbedStream\x12\x1b.alexandria.v1.EmbedRequest\x1a\x1c.alexandria.v1.EmbedResponse(\x01\x30\x01\x12\x45\n\x06Rerank\x12\x1c.alexandria.v1.RerankRequest\x1a\x1d.alexandria.v1.RerankResponse\x12W\n\x0c\x45mbedWindows\x12\".alexandria.v1.EmbedWindowsRequest\x1a#.alexandria.v1.EmbedWindowsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x61lexandria/v1/embedder.proto\x12\ralexandria.v1\"\x15\n\x13GetModelInfoRequest\"\xbe\x01\n\tModelInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tdimension\x18\x02 \x01(\x05\x12\x16\n\x0emax_seq_length\x18\x03 \x01(\x05\x12\x0e\n\x06\x64\x65vice\x18\x04 \x01(\t\x12\x12\n\nnormalized\x18\x05 \x01(\x08\x12\r\n\x05\x64type\x18\x06 \x01(\t\x12\x10\n\x08reranker\x18\x07 \x01(\t\x12\x18\n\x10similarity_floor\x18\x08 \x01(\x02\x12\x19\n\x11relevance_at_half\x18\t \x01(\x02\"w\n\x0c\x45mbedRequest\x12\r\n\x05texts\x18\x01 \x03(\t\x12&\n\x04kind\x18\x02 \x01(\x0e\x32\x18.alexandria.v1.EmbedKind\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x1e\n\x16neighbour_similarities\x18\x04 \x01(\x08\"\x96\x01\n\rEmbedResponse\x12\x0f\n\x07vectors\x18\x01 \x01(\x0c\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\x12\x11\n\tdimension\x18\x03 \x01(\x05\x12\x11\n\ttruncated\x18\x04 \x01(\x05\x12\r\n\x05model\x18\x05 \x01(\t\x12\x10\n\x08sequence\x18\x06 \x01(\x03\x12\x1e\n\x16neighbour_similarities\x18\x07 \x03(\x02\"/\n\x0fWindowedPassage\x12\x0e\n\x06header\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\"_\n\x13\x45mbedWindowsRequest\x12\x30\n\x08passages\x18\x01 \x03(\x0b\x32\x1e.alexandria.v1.WindowedPassage\x12\x16\n\x0eoverlap_tokens\x18\x02 \x01(\x05\"Z\n\x14\x45mbedWindowsResponse\x12\x0f\n\x07vectors\x18\x01 \x01(\x0c\x12\x0f\n\x07windows\x18\x02 \x03(\x05\x12\x11\n\tdimension\x18\x03 \x01(\x05\x12\r\n\x05model\x18\x04 \x01(\t\"0\n\rRerankRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x10\n\x08passages\x18\x02 \x03(\t\"2\n\x0eRerankResponse\x12\x0e\n\x06scores\x18\x01 \x03(\x02\x12\x10\n\x08reranker\x18\x02 \x01(\t*U\n\tEmbedKind\x12\x1a\n\x16\x45MBED_KIND_UNSPECIFIED\x10\x00\x12\x14\n\x10\x45MBED_KIND_QUERY\x10\x01\x12\x16\n\x12\x45MBED_KIND_PASSAGE\x10\x02\x32\x91\x03\n\x0f\x45mbedderService\x12L\n\x0cGetModelInfo\x12\".alexandria.v1.GetModelInfoRequest\x1a\x18.alexandria.v1.ModelInfo\x12\x42\n\x05\x45mbed\x12\x1b.alexandria.v1.EmbedRequest\x1a\x1c.alexandria.v1.EmbedResponse\x12L\n\x0b\x45mbedStream\x12\x1b.alexandria.v1.EmbedRequest\x1a\x1c.alexandria.v1.EmbedResponse(\x01\x30\x01\x12\x45\n\x06Rerank\x12\x1c.alexandria.v1.RerankRequest\x1a\x1d.alexandria.v1.RerankResponse\x12W\n\x0c\x45mbedWindows\x12\".alexandria.v1.EmbedWindowsRequest\x1a#.alexandria.v1.EmbedWindowsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'alexandria.v1.embedder_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_EMBEDKIND']._serialized_start=850
-  _globals['_EMBEDKIND']._serialized_end=935
+  _globals['_EMBEDKIND']._serialized_start=877
+  _globals['_EMBEDKIND']._serialized_end=962
   _globals['_GETMODELINFOREQUEST']._serialized_start=47
   _globals['_GETMODELINFOREQUEST']._serialized_end=68
   _globals['_MODELINFO']._serialized_start=71
-  _globals['_MODELINFO']._serialized_end=234
-  _globals['_EMBEDREQUEST']._serialized_start=236
-  _globals['_EMBEDREQUEST']._serialized_end=355
-  _globals['_EMBEDRESPONSE']._serialized_start=358
-  _globals['_EMBEDRESPONSE']._serialized_end=508
-  _globals['_WINDOWEDPASSAGE']._serialized_start=510
-  _globals['_WINDOWEDPASSAGE']._serialized_end=557
-  _globals['_EMBEDWINDOWSREQUEST']._serialized_start=559
-  _globals['_EMBEDWINDOWSREQUEST']._serialized_end=654
-  _globals['_EMBEDWINDOWSRESPONSE']._serialized_start=656
-  _globals['_EMBEDWINDOWSRESPONSE']._serialized_end=746
-  _globals['_RERANKREQUEST']._serialized_start=748
-  _globals['_RERANKREQUEST']._serialized_end=796
-  _globals['_RERANKRESPONSE']._serialized_start=798
-  _globals['_RERANKRESPONSE']._serialized_end=848
-  _globals['_EMBEDDERSERVICE']._serialized_start=938
-  _globals['_EMBEDDERSERVICE']._serialized_end=1339
+  _globals['_MODELINFO']._serialized_end=261
+  _globals['_EMBEDREQUEST']._serialized_start=263
+  _globals['_EMBEDREQUEST']._serialized_end=382
+  _globals['_EMBEDRESPONSE']._serialized_start=385
+  _globals['_EMBEDRESPONSE']._serialized_end=535
+  _globals['_WINDOWEDPASSAGE']._serialized_start=537
+  _globals['_WINDOWEDPASSAGE']._serialized_end=584
+  _globals['_EMBEDWINDOWSREQUEST']._serialized_start=586
+  _globals['_EMBEDWINDOWSREQUEST']._serialized_end=681
+  _globals['_EMBEDWINDOWSRESPONSE']._serialized_start=683
+  _globals['_EMBEDWINDOWSRESPONSE']._serialized_end=773
+  _globals['_RERANKREQUEST']._serialized_start=775
+  _globals['_RERANKREQUEST']._serialized_end=823
+  _globals['_RERANKRESPONSE']._serialized_start=825
+  _globals['_RERANKRESPONSE']._serialized_end=875
+  _globals['_EMBEDDERSERVICE']._serialized_start=965
+  _globals['_EMBEDDERSERVICE']._serialized_end=1366
 # @@protoc_insertion_point(module_scope)

@@ -21,7 +21,7 @@ class GetModelInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ModelInfo(_message.Message):
-    __slots__ = ("name", "dimension", "max_seq_length", "device", "normalized", "dtype", "reranker", "similarity_floor")
+    __slots__ = ("name", "dimension", "max_seq_length", "device", "normalized", "dtype", "reranker", "similarity_floor", "relevance_at_half")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DIMENSION_FIELD_NUMBER: _ClassVar[int]
     MAX_SEQ_LENGTH_FIELD_NUMBER: _ClassVar[int]
@@ -30,6 +30,7 @@ class ModelInfo(_message.Message):
     DTYPE_FIELD_NUMBER: _ClassVar[int]
     RERANKER_FIELD_NUMBER: _ClassVar[int]
     SIMILARITY_FLOOR_FIELD_NUMBER: _ClassVar[int]
+    RELEVANCE_AT_HALF_FIELD_NUMBER: _ClassVar[int]
     name: str
     dimension: int
     max_seq_length: int
@@ -38,7 +39,8 @@ class ModelInfo(_message.Message):
     dtype: str
     reranker: str
     similarity_floor: float
-    def __init__(self, name: _Optional[str] = ..., dimension: _Optional[int] = ..., max_seq_length: _Optional[int] = ..., device: _Optional[str] = ..., normalized: _Optional[bool] = ..., dtype: _Optional[str] = ..., reranker: _Optional[str] = ..., similarity_floor: _Optional[float] = ...) -> None: ...
+    relevance_at_half: float
+    def __init__(self, name: _Optional[str] = ..., dimension: _Optional[int] = ..., max_seq_length: _Optional[int] = ..., device: _Optional[str] = ..., normalized: _Optional[bool] = ..., dtype: _Optional[str] = ..., reranker: _Optional[str] = ..., similarity_floor: _Optional[float] = ..., relevance_at_half: _Optional[float] = ...) -> None: ...
 
 class EmbedRequest(_message.Message):
     __slots__ = ("texts", "kind", "sequence", "neighbour_similarities")

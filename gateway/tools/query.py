@@ -105,19 +105,21 @@ async def alexandria_query(
 ) -> CallToolResult:
     """Search the content of the ingested books by meaning and return the passages that answer a question.
 
-    Use this for any question about what the books say. Results come best first, each with the passage text,
-    its score, the book, author and chapter (section_name), a locator to cite, and `link`, a URL that opens the
-    book at the passage (Calibre's viewer for a Calibre book, the file, at its page for a PDF) to offer the
-    reader. With `search_in` it also searches the reader's highlights: a result of `kind` highlight is the text
-    the reader highlighted, with their `note`. `score` is the passage's
-    relevance to the question in [0, 1] (meaning and exact words together, or a reranker's judgement when
-    one is configured); `threshold` drops passages scoring under it, and `matched_lexically` marks a passage
-    kept below it because it contains every word of the query (a name, a rare word). To find where a book
-    says a line you remember word for word, put the line itself (four words or more) in `query`, with no
-    hypothetical_passage: a passage that holds it word for word comes first. When nothing reaches the threshold, `notice` says how close the best passage came; while a sync is
-    still filling the collection, it says how many of the library's books are searchable yet. Compose the
-    answer following `response_instruction` in the result (the guardian persona and the response pattern),
-    citing book and chapter. To find books by title or author instead of by content, use alexandria_search.
+    Use this for any question about what the books say. Results come best first, each with the passage text, its
+    score, the book, author and chapter (section_name), a locator to cite, and `link`, a URL that opens the book
+    at the passage (Calibre's viewer for a Calibre book, the file, at its page for a PDF) to offer the reader.
+    With `search_in` it also searches the reader's highlights: a result of `kind` highlight is the text the
+    reader highlighted, with their `note`. `score` is the passage's relevance to the question in [0, 1] (meaning
+    and exact words together, or a reranker's judgement when one is configured), on one scale whatever the
+    model: a passage that answers the question scores 0.5 or more, and most passages on other subjects score
+    under it. `threshold` drops passages scoring under it, and `matched_lexically` marks a passage kept below it
+    because it contains every word of the query (a name, a rare word). To find where a book says a line you
+    remember word for word, put the line itself (four words or more) in `query`, with no hypothetical_passage: a
+    passage that holds it word for word comes first. When nothing reaches the threshold, `notice` says how close
+    the best passage came; while a sync is still filling the collection, it says how many of the library's books
+    are searchable yet. Compose the answer following `response_instruction` in the result (the guardian persona
+    and the response pattern), citing book and chapter. To find books by title or author instead of by content,
+    use alexandria_search.
     """
     hypothetical_passage = hypothetical_passage or sampled_text(sampled)
     request = query_pb2.SearchRequest(

@@ -1,6 +1,6 @@
 """The embedding model: encoding one batch into L2-normalised float32 vectors with a count of the inputs
-that were cut to the model's maximum sequence length, what a forward pass costs, and the similarity
-floor of the model. Where a model comes from and how it is loaded is loading.py."""
+that were cut to the model's maximum sequence length, what a forward pass costs, and what it gives
+score_scale's probe. Where a model comes from and how it is loaded is loading.py."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from transformers import PreTrainedModel
 
 from alexandria.errors import FailedPrecondition
 from services.embedder.batcher import EncodedBatch, Prepared
+from services.embedder.score_scale import PROBE_PASSAGES, PROBE_QUESTIONS, ProbedSimilarity
 from services.embedder.windows import TokenizedText, window_texts
 
 log = logging.getLogger(__name__)
@@ -40,35 +41,13 @@ WARM_UP_TEXTS = [
     "A long warm-up passage that fills the model's window. " * 64,
 ]
 
-# Questions and passages on unrelated subjects, pair by pair (the i-th question is about the i-th
-# passage): what the model gives the other pairs is its similarity floor.
-FLOOR_QUESTIONS = [
-    "How do I replace the chain on a mountain bike?",
-    "What is the boiling point of water at high altitude?",
-    "Which tax forms does a freelancer file each year?",
-    "Why did the Roman Empire split in two?",
-    "Wie pflanzt man Tomaten im Gewächshaus?",
-    "Comment préparer une pâte à crêpes ?",
-]
-FLOOR_PASSAGES = [
-    "Shift onto the smallest sprocket, open the quick link with pliers and thread the new chain through the derailleur.",
-    "Air pressure falls with altitude, so water boils below 100 degrees Celsius on a mountain.",
-    "Self-employed people report their income and expenses on an annual return and pay estimated tax each quarter.",
-    "Diocletian divided the administration between east and west to govern the vast territory more easily.",
-    "Tomaten brauchen im Gewächshaus viel Licht, regelmäßiges Gießen und eine Stütze für die Triebe.",
-    "Mélangez la farine, les œufs et le lait, puis laissez reposer la pâte une heure avant la cuisson.",
-]
-
-
-def measure_similarity_floor(model: EmbeddingModel) -> float:
-    """The mean cosine the model gives a question and a passage on different subjects: FLOOR_QUESTIONS
-    against the FLOOR_PASSAGES that are not about them (off the diagonal)."""
+def probe_similarity(model: EmbeddingModel) -> ProbedSimilarity:
+    """What the model gives score_scale's probe: each PROBE_QUESTIONS against each PROBE_PASSAGES."""
     questions, passages = (
         model.encoder_for(kind)(model.with_prefix(texts, kind)).vectors
-        for kind, texts in ((EmbedKind.QUERY, FLOOR_QUESTIONS), (EmbedKind.PASSAGE, FLOOR_PASSAGES))
+        for kind, texts in ((EmbedKind.QUERY, PROBE_QUESTIONS), (EmbedKind.PASSAGE, PROBE_PASSAGES))
     )
-    cosines = questions @ passages.T
-    return float(cosines[~np.eye(len(cosines), dtype=bool)].mean())
+    return ProbedSimilarity.of(questions @ passages.T)
 
 
 # Forward passes timed to learn what a pass costs beyond its tokens: (rows, tokens per row).

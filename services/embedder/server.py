@@ -35,12 +35,13 @@ from services.embedder.model import (
     WARM_UP_TEXTS,
     EmbeddingModel,
     EmbedKind,
-    measure_similarity_floor,
     neighbour_similarities,
+    probe_similarity,
 )
 from services.embedder.model_folder import resolve_model_source
 from services.embedder.profiles import resolve_profile
 from services.embedder.reranker import Reranker, load_reranker
+from services.embedder.score_scale import ProbedSimilarity, relevance_at_half
 from services.embedder.threads import worker_setup
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,7 @@ class _Ready:
     lanes: dict[EmbedKind, MicroBatcher[Any]]
     reranker: Reranker | None = None
     similarity_floor: float = 0.0
+    relevance_at_half: float = 0.0
 
 
 class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
@@ -94,11 +96,14 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
         model: EmbeddingModel,
         lanes: dict[EmbedKind, MicroBatcher[Any]],
         reranker: Reranker | None = None,
-        floor: float = 0.0,
+        probed: ProbedSimilarity | None = None,
     ) -> None:
         """Start answering with this (loaded, warmed-up) model, one lane per kind of text, the
-        cross-encoder if one is configured, and the model's measured similarity floor."""
-        self._ready = _Ready(model, lanes, reranker, floor)
+        cross-encoder if one is configured, and what the model gave score_scale's probe."""
+        if probed is None:
+            self._ready = _Ready(model, lanes, reranker)
+        else:
+            self._ready = _Ready(model, lanes, reranker, probed.floor, relevance_at_half(model.name, probed))
 
     async def close(self) -> None:
         """Stop answering and fail what is still queued."""
@@ -127,6 +132,7 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
             dtype=model.dtype,
             reranker=ready.reranker.name if ready.reranker else "",
             similarity_floor=ready.similarity_floor,
+            relevance_at_half=ready.relevance_at_half,
         )
 
     async def Rerank(
@@ -255,19 +261,19 @@ def create_server(settings: EmbedderSettings, *, model: EmbeddingModel | None = 
         [SERVICE_NAME],
     )
 
-    def load_everything() -> tuple[EmbeddingModel, float, Reranker | None]:
+    def load_everything() -> tuple[EmbeddingModel, ProbedSimilarity, Reranker | None]:
         model = load()
         reranker = None
         if reranker_spec:
             source = resolve_model_source(reranker_spec, "EMBEDDER_RERANKER_MODEL", settings.embedder_models_dir)
             reranker = load_reranker(source, model.device.split(":")[0])
-        return model, measure_similarity_floor(model), reranker
+        return model, probe_similarity(model), reranker
 
     async def load_and_warm_up() -> None:
         started = time.perf_counter()
         # Measured in the loading thread too: a pass in any other thread that lives on would leave a
         # second OpenMP pool behind, which made every query pass slower (7.5 -> 13 ms, bench/query.py).
-        loaded, floor, reranker = await _in_a_passing_thread(load_everything)
+        loaded, probed, reranker = await _in_a_passing_thread(load_everything)
         if reranker is not None:
             await reranker.rerank(WARM_UP_TEXTS[1], WARM_UP_TEXTS)
             server.on_stop.append(reranker.close)
@@ -305,15 +311,17 @@ def create_server(settings: EmbedderSettings, *, model: EmbeddingModel | None = 
         for kind, lane in lanes.items():
             lane.start()
             await lane.embed(loaded.with_prefix(WARM_UP_TEXTS, kind))
-        servicer.ready(loaded, lanes, reranker, floor)
+        servicer.ready(loaded, lanes, reranker, probed)
         await server.health.set_serving(True)
         log.info(
-            "serving %s on %s (ready in %.1f s; bursts merge with gaps up to %.1f ms; similarity floor %.3f)",
+            "serving %s on %s (ready in %.1f s; bursts merge with gaps up to %.1f ms; similarity floor %.3f, "
+            "relevance at half %.3f)",
             loaded.name,
             loaded.device,
             time.perf_counter() - started,
             merge_wait_s * 1000,
-            floor,
+            probed.floor,
+            relevance_at_half(loaded.name, probed),
         )
 
     server.on_start.append(load_and_warm_up)

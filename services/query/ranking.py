@@ -138,6 +138,19 @@ def measure(store: Store, collection: str, hits: Sequence[Hit], texts: Sequence[
     return hits, measured
 
 
+@dataclass(frozen=True)
+class ScoreScale:
+    """What one model's signals mean (the embedder measures or knows both for its model): the cosine it gives
+    unrelated texts, and the relevance at which a passage answers or directly concerns the question (score 0.5)."""
+
+    similarity_floor: float = 0.0
+    relevance_at_half: float = RELEVANCE_AT_HALF
+
+
+# A model that gives unrelated texts a cosine of 0 and is scored as MiniLM is (the fakes of unit tests).
+DEFAULT_SCALE = ScoreScale()
+
+
 def semantic_relevance(signals: Signals, similarity_floor: float) -> np.ndarray:
     """Cosines rescaled so that 0 is what unrelated texts get from this model and 1 is identical text."""
     cosine = (1 - WINDOW_WEIGHT) * signals.chunk_cosine + WINDOW_WEIGHT * signals.window_cosine
@@ -149,18 +162,18 @@ def lexical_relevance(signals: Signals) -> np.ndarray:
     return np.clip(signals.lexical / max(LEXICAL_SCALE, float(signals.lexical.max(initial=0.0))), 0.0, 1.0)
 
 
-def relevance(signals: Signals, similarity_floor: float, semantic: bool, lexical: bool,
-              at_half: float = RELEVANCE_AT_HALF) -> np.ndarray:
-    """Each candidate's relevance in [0, 1] from the signals the mode uses (see the module docstring)."""
+def relevance(signals: Signals, scale: ScoreScale, semantic: bool, lexical: bool) -> np.ndarray:
+    """Each candidate's score in [0, 1] from the signals the mode uses, on the model's scale (see the module
+    docstring)."""
     if semantic and lexical:
-        raw = SEMANTIC_WEIGHT * semantic_relevance(signals, similarity_floor) + (
+        raw = SEMANTIC_WEIGHT * semantic_relevance(signals, scale.similarity_floor) + (
             1 - SEMANTIC_WEIGHT
         ) * lexical_relevance(signals)
     elif semantic:
-        raw = semantic_relevance(signals, similarity_floor)
+        raw = semantic_relevance(signals, scale.similarity_floor)
     else:
         raw = lexical_relevance(signals)
-    return calibrate(raw, at_half)
+    return calibrate(raw, scale.relevance_at_half)
 
 
 def calibrate(raw: np.ndarray, at_half: float) -> np.ndarray:

@@ -59,10 +59,12 @@ from services.query.links import passage_link
 from services.query.outcome import ContextMode, Passage, SearchIn, SearchMode, SearchOutcome
 from services.query.ranking import (
     CANDIDATE_POOL,
+    DEFAULT_SCALE,
     PREFETCH,
     RERANK_DEPTH,
     UNCHECKED_MARGIN,
     PassageReranker,
+    ScoreScale,
     Signals,
     best_first,
     first_stage_terms,
@@ -92,12 +94,12 @@ SEARCHED_LEVELS = {
 
 @dataclass(frozen=True)
 class QueryVector:
-    """The query's dense vector, the name of the model that made it, that model's similarity floor (the
-    cosine it gives unrelated texts), and the vector of the caller's hypothetical passage when it gave one."""
+    """The query's dense vector, the name of the model that made it, that model's score scale, and the vector of
+    the caller's hypothetical passage when it gave one."""
 
     vector: np.ndarray
     model: str
-    similarity_floor: float = 0.0
+    scale: ScoreScale = DEFAULT_SCALE
     passage_vector: np.ndarray | None = None
 
     @property
@@ -275,7 +277,7 @@ class Searcher:
         lexical = query.search_mode is not SearchMode.SEMANTIC
         texts = [terms] if passage_terms is None else [terms, passage_terms]
         scores, *passage_scores = (
-            relevance(signals, query_vector.similarity_floor, semantic=semantic, lexical=lexical and bool(words.indices))
+            relevance(signals, query_vector.scale, semantic=semantic, lexical=lexical and bool(words.indices))
             for signals, words in zip(measured, texts, strict=True)
         )
         order = best_first(scores)

@@ -24,6 +24,7 @@ from alexandria.v1 import embedder_pb2, query_pb2, query_pb2_grpc
 from services.query.budget import json_size
 from services.query.guardians import Guardian, PromptLibrary, ResponseInstruction
 from services.query.outcome import ContextMode, SearchIn, SearchMode, SearchOutcome
+from services.query.ranking import RELEVANCE_AT_HALF, ScoreScale
 from services.query.search import (
     DEFAULT_SEARCH_MODE,
     QueryVector,
@@ -78,7 +79,7 @@ class EmbedderQueryEncoder:
                                            kind=embedder_pb2.EMBED_KIND_QUERY)
         model = await self._model_info(response.model)
         vectors = decode_vectors(response)
-        return QueryVector(vectors[0], response.model, model.similarity_floor,
+        return QueryVector(vectors[0], response.model, score_scale(model),
                            passage_vector=vectors[1] if passage is not None else None)
 
     async def reranks(self) -> bool:
@@ -86,6 +87,12 @@ class EmbedderQueryEncoder:
 
     async def rerank(self, query: str, passages: Sequence[str]) -> np.ndarray:
         return await self.client.rerank(query, passages)
+
+
+def score_scale(model: embedder_pb2.ModelInfo) -> ScoreScale:
+    """The model's score scale as its embedder reports it (MiniLM's relevance at half from an embedder older than
+    the field)."""
+    return ScoreScale(model.similarity_floor, model.relevance_at_half or RELEVANCE_AT_HALF)
 
 
 def search_query(request: query_pb2.SearchRequest, default_collection: str) -> SearchQuery:

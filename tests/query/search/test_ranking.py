@@ -28,6 +28,7 @@ from services.query.ranking import (
     CANDIDATE_POOL,
     UNCHECKED_MARGIN,
     WINDOW_WEIGHT,
+    ScoreScale,
     hinted_floor,
     holds_quote,
     measure,
@@ -120,10 +121,21 @@ async def test_a_semantic_score_is_the_calibrated_cosine(store, encoder) -> None
 
 @pytest.mark.asyncio
 async def test_the_similarity_floor_of_the_model_is_where_relevance_starts(store, encoder) -> None:
-    encoder.similarity_floor = 0.6  # a model that gives unrelated texts 0.6 (e5 gives about 0.7)
+    encoder.scale = ScoreScale(similarity_floor=0.6)  # a model that gives unrelated texts 0.6 (e5 gives about 0.7)
     outcome = await run_search(store, encoder, search_query(search_mode=SearchMode.SEMANTIC, threshold=0.0, limit=20))
     scores = {name_of(p.chunk_id): round(p.score, 4) for p in outcome.results}
     assert scores["c2"] == semantic_score((0.9 - 0.6) / 0.4) and scores["flat"] == 0.0
+
+
+@pytest.mark.asyncio
+async def test_the_model_s_relevance_at_half_is_where_a_passage_scores_half(store, encoder) -> None:
+    # A model whose answering passages sit at a cosine of 0.7 and above: c3 (0.7) is just answering, c2 (0.9) well.
+    encoder.scale = ScoreScale(similarity_floor=0.0, relevance_at_half=0.7)
+    outcome = await run_search(store, encoder, search_query(search_mode=SearchMode.SEMANTIC, threshold=0.0, limit=20))
+    scores = {name_of(p.chunk_id): round(p.score, 4) for p in outcome.results}
+    assert scores["c3"] == 0.5 and scores["c2"] == round(0.5 + 0.5 * 0.2 / 0.3, 4) and scores["flat"] < 0.5
+    turned_away = await run_search(store, encoder, search_query(search_mode=SearchMode.SEMANTIC, threshold=0.6))
+    assert [name_of(p.chunk_id) for p in turned_away.results] == ["c2"]
 
 
 @pytest.mark.asyncio
