@@ -239,16 +239,13 @@ def fit_at_half(asked: Sequence[Asked], floor: float, languages: frozenset[str] 
 
 
 def report(out: Path, fit: bool, at_half: float | None) -> None:
-    """Each measured profile's figures at today's relevance at half (the embedder's for its model), at the fitted
-    one, and at `at_half`; languages the model was not trained on are starred."""
-    from services.embedder.score_scale import FITTED_RELEVANCE_AT_HALF
-
+    """Each measured profile's figures at the relevance at half its embedder gave when measured, at the fitted one,
+    and at `at_half`; languages the model was not trained on are starred."""
     for path in sorted(out.glob("*.json")):
         data, asked = load_measured(path)
         floor = data["similarity_floor"]
-        base_name = recorded_base_name(data["model"])
-        trained = trained_languages(base_name)
-        scales = {"today": data.get("relevance_at_half") or FITTED_RELEVANCE_AT_HALF.get(base_name, 0.32)}
+        trained = trained_languages(recorded_base_name(data["model"]))
+        scales = {"embedder": data["relevance_at_half"]}
         if fit:
             scales["fitted"] = fit_at_half(asked, floor, trained.languages if trained else None)
         if at_half is not None:

