@@ -59,7 +59,15 @@ from bench.retrieval import (
     off_topic_set,
 )
 from services.embedder.profiles import recorded_base_name
-from services.query.ranking import ScoreScale, Signals, best_first, hinted_floor, hinted_order, relevance
+from services.query.ranking import (
+    RELEVANCE_AT_HALF,
+    ScoreScale,
+    Signals,
+    best_first,
+    hinted_floor,
+    hinted_order,
+    relevance,
+)
 from services.query.search import Searcher, SearchQuery
 from services.query.server import EmbedderQueryEncoder
 
@@ -67,9 +75,10 @@ DEFAULT_OUT = OUT / "calibration"
 HINTS = ("none", "llm")
 LIMIT = int(QUERY_LIMIT.default)
 MRR_AT = 10
-# How far under the tuning half's least answer the fitted relevance at half sits: MiniLM's, 0.32, is 0.03 under its
-# least (0.350), as it was first calibrated (midway between that and the off-topic questions' best candidates).
-FIT_MARGIN = 0.03
+# The answers of the tuning half a fitted relevance at half may cost (of those threshold 0 finds), with a passage and
+# without: a higher one turns away more off-topic questions, and the answers it costs are what the caller came for.
+FIT_ANSWERS_LOST = 0
+FIT_STEP = 0.005
 
 log = logging.getLogger("bench.calibration")
 
@@ -216,26 +225,24 @@ def figures(asked: Sequence[Asked], floor: float, at_half: float, threshold: flo
     return result
 
 
-def answer_relevances(asked: Sequence[Asked], floor: float, group: str, languages: frozenset[str] | None) -> np.ndarray:
-    """The raw relevance (ranking.relevance before its mapping) of each `group` question's answer where threshold 0
-    puts it in the top five, without a passage, sorted; questions in `languages` (ISO 639-3) only when given."""
-    found = []
-    for a in asked:
-        if a.hint != "none" or a.group != group or not len(a.answers) or (
-                languages and language_code(a.language) not in languages):
-            continue
-        raw = 2 * relevance(a.question, ScoreScale(floor, 1.0), semantic=True, lexical=bool(a.question.lexical.any()))
-        top = [i for i in best_first(raw)[:LIMIT] if a.answers[i]]
-        if top:
-            found.append(raw[top[0]])
-    return np.sort(found)
-
-
 def fit_at_half(asked: Sequence[Asked], floor: float, languages: frozenset[str] | None) -> float:
-    """The relevance to score 0.5: FIT_MARGIN under the least that a tuning-half answer in the top five gets, in
-    the languages the model was trained on (`languages`; all when None). The check half and the widened set say
-    how it holds on books it was not fitted on, and the off-topic questions how many it turns away."""
-    return float(answer_relevances(asked, floor, "tuning", languages)[0]) - FIT_MARGIN
+    """The relevance to score 0.5: the highest (in steps of FIT_STEP) at which the tuning half, in the languages the
+    model was trained on (`languages`, ISO 639-3; all when None), loses at most FIT_ANSWERS_LOST answers from its top
+    five against threshold 0, both without a passage and with the LLM's. The check half and the widened set say how
+    it holds on books it was not fitted on, the off-topic questions how many it turns away."""
+    tuning = [a for a in asked if a.group == "tuning" and len(a.answers)
+              and (not languages or language_code(a.language) in languages)]
+
+    def found(at_half: float, threshold: float, hint: str) -> int:
+        return sum(answer_rank(a, selected(a, floor, at_half, threshold)) is not None for a in tuning if a.hint == hint)
+
+    best = FIT_STEP
+    for at_half in np.arange(FIT_STEP, 1.0, FIT_STEP):
+        if any(found(at_half, QUERY_THRESHOLD.default, hint) < found(at_half, 0.0, hint) - FIT_ANSWERS_LOST
+               for hint in HINTS):
+            break
+        best = float(at_half)
+    return best
 
 
 def report(out: Path, fit: bool, at_half: float | None) -> None:
@@ -245,7 +252,7 @@ def report(out: Path, fit: bool, at_half: float | None) -> None:
         data, asked = load_measured(path)
         floor = data["similarity_floor"]
         trained = trained_languages(recorded_base_name(data["model"]))
-        scales = {"embedder": data["relevance_at_half"]}
+        scales = {"embedder": data.get("relevance_at_half") or RELEVANCE_AT_HALF}
         if fit:
             scales["fitted"] = fit_at_half(asked, floor, trained.languages if trained else None)
         if at_half is not None:

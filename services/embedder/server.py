@@ -41,7 +41,7 @@ from services.embedder.model import (
 from services.embedder.model_folder import resolve_model_source
 from services.embedder.profiles import resolve_profile
 from services.embedder.reranker import Reranker, load_reranker
-from services.embedder.score_scale import ProbedSimilarity
+from services.embedder.score_scale import ProbedSimilarity, relevance_at_half
 from services.embedder.threads import worker_setup
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
         if probed is None:
             self._ready = _Ready(model, lanes, reranker)
         else:
-            self._ready = _Ready(model, lanes, reranker, probed.floor, probed.relevance_at_half)
+            self._ready = _Ready(model, lanes, reranker, probed.floor, relevance_at_half(model.name, probed))
 
     async def close(self) -> None:
         """Stop answering and fail what is still queued."""
@@ -321,7 +321,7 @@ def create_server(settings: EmbedderSettings, *, model: EmbeddingModel | None = 
             time.perf_counter() - started,
             merge_wait_s * 1000,
             probed.floor,
-            probed.relevance_at_half,
+            relevance_at_half(loaded.name, probed),
         )
 
     server.on_start.append(load_and_warm_up)

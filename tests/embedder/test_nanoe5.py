@@ -48,7 +48,8 @@ async def test_the_service_serves_it_and_reports_its_floor(start_embedder, e5: N
     embedder = await start_embedder(model=e5)
     info = await embedder.client.wait_until_ready()
     assert info.name == NAME and 0.6 < info.similarity_floor < 0.85
-    assert 0.35 < info.relevance_at_half < 0.42, "e5 spreads unrelated pairs wider above its floor than MiniLM"
+    # No profile's fitted value: it measures its own, and e5 spreads unrelated pairs wider above its floor than MiniLM.
+    assert 0.35 < info.relevance_at_half < 0.42
     question = "Why does Elizabeth refuse Mr. Darcy?"
     served = await embedder.client.embed_query(question)
     np.testing.assert_allclose(served, e5.encode([question], is_query=True).vectors[0], atol=1e-5)

@@ -1,11 +1,18 @@
-"""A model's score scale, measured on the probe: the floor and spread of what it gives unrelated pairs."""
+"""A model's score scale: a profile's model has its fitted relevance at half, any other model measures its own."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from services.embedder.score_scale import SEMANTIC_SHARE, SPREAD_AT_HALF, ProbedSimilarity
+from services.embedder.profiles import E5_FOLDER, MINILM_NAME
+from services.embedder.score_scale import (
+    FITTED_RELEVANCE_AT_HALF,
+    SEMANTIC_SHARE,
+    SPREAD_AT_HALF,
+    ProbedSimilarity,
+    relevance_at_half,
+)
 
 
 def probe(unrelated: float, related: float, jitter: float) -> np.ndarray:
@@ -23,7 +30,14 @@ def test_the_probe_s_unrelated_pairs_give_the_floor_and_spread_and_its_related_p
 
 def test_a_model_that_spreads_unrelated_pairs_wider_above_its_floor_needs_more_to_score_half() -> None:
     narrow, wide = (ProbedSimilarity.of(probe(0.7, 0.9, jitter)) for jitter in (0.01, 0.03))
-    assert narrow.relevance_at_half < wide.relevance_at_half
-    assert wide.relevance_at_half == pytest.approx(SEMANTIC_SHARE * SPREAD_AT_HALF * 0.03 / 0.3)
+    assert narrow.estimated_relevance_at_half < wide.estimated_relevance_at_half
+    assert wide.estimated_relevance_at_half == pytest.approx(SEMANTIC_SHARE * SPREAD_AT_HALF * 0.03 / 0.3)
     # The same spread over less room above the floor is a wider one.
-    assert ProbedSimilarity.of(probe(0.0, 0.5, 0.03)).relevance_at_half < wide.relevance_at_half
+    assert ProbedSimilarity.of(probe(0.0, 0.5, 0.03)).estimated_relevance_at_half < wide.estimated_relevance_at_half
+
+
+def test_a_profile_s_model_takes_its_fitted_relevance_whatever_its_backend_and_any_other_its_probe_s() -> None:
+    probed = ProbedSimilarity.of(probe(0.7, 0.9, 0.03))
+    assert relevance_at_half(f"{E5_FOLDER}+openvino-bf16", probed) == FITTED_RELEVANCE_AT_HALF[E5_FOLDER]
+    assert relevance_at_half(MINILM_NAME, probed) == FITTED_RELEVANCE_AT_HALF[MINILM_NAME]
+    assert relevance_at_half("BAAI/bge-m3+torch-fp16", probed) == probed.estimated_relevance_at_half
