@@ -82,7 +82,9 @@ PROFILES: dict[EmbedderProfile, Profile] = {
 # hypothetical passages (check half) 0.992 / 0.920, 0.992 / 0.926, 0.984 / 0.917. But best ingests 51 sentences
 # a second against fast's 250, and its query through the gateway takes 1.54x as long with a passage as without
 # (64 against 41 ms p50; fast 1.25x, 42 against 33): a library of thousands of books on a CPU wants fast, and
-# multilingual answered 5 of the 10 off-topic questions (fast 1, best 2).
+# multilingual answered 5 of the 10 off-topic questions (fast 1, best 2). Re-decided on each model's fitted score
+# scale (bench/calibration.py, 2026-11-29): multilingual for every library was not kept; on English off-topic
+# questions it answered 35 of 45 against fast's 9, and no scale of its own turns more away without losing answers.
 AUTO_ON_CPU: EmbedderProfile = "fast"
 # What `auto` runs on a CPU for a library whose collection is already made, by the model that made it (the
 # recorded name, less its backend suffix): the profile of that model, so that its vectors stay searchable.
