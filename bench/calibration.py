@@ -1,24 +1,23 @@
-"""What a score means under each profile: the raw signals of answers and of off-topic questions, and the scale
-that maps them to `score`.
+"""What a score means under each profile: the signals of answers and of off-topic questions, and the relevance at
+which a passage scores 0.5 (services/embedder/score_scale.py).
 
-    .venv/bin/python -m bench.calibration --profile fast --profile multilingual ...   # measure (store kept)
-    .venv/bin/python -m bench.calibration --report                                     # fit and report
+    .venv/bin/python -m bench.calibration --profile fast --profile multilingual   # record (each store kept)
+    .venv/bin/python -m bench.calibration --report [--fit] [--at-half 0.384]       # replay
 
-Reads the stores bench/retrieval.py leaves in its scratch folder (run it first for each profile: it ingests the
-books once). For every question of the retrieval set whose book the store holds (tuning, check and widened halves,
-every language) and every
-off-topic question (bench/retrieval_offtopic/ and bench.retrieval's OFF_TOPIC), asked without a passage and with the
-LLM's (off-topic questions: their invented passage), it records the first stage's candidates exactly as the search
-finds them (Searcher.measured_candidates), what the engine measured of each (ranking.Signals), and which of them
-answers the question; and the model's similarity floor. One JSON file per profile under bench/out/calibration/.
+Reads the stores bench/retrieval.py leaves in its scratch folder (run it first for each profile: it ingests the books
+once). For every question of the retrieval set whose book the store holds (tuning, check and widened halves, every
+language) and every off-topic question (bench.retrieval's first ten and bench/retrieval_offtopic/), asked without a
+passage and with the LLM's (an off-topic question: its invented passage), it records the first stage's candidates as
+the search finds them (Searcher.measured_candidates), what the engine measured of each (ranking.Signals), which of
+them answers the question, and the model's scale as its embedder reports it. One JSON file a profile, under
+bench/out/calibration/.
 
-`--report` then scores every recorded candidate with ranking.relevance under each profile's ScoreScale and
-selects as the search does at the tool's defaults (threshold 0.5, limit 5; the hypothetical passage's order and
-its share of the threshold), and prints, per profile and hint: recall@5 / MRR@10 of each half at the default
-threshold and at threshold 0, and how many off-topic questions of each kind get a passage. `--fit` prints, for each
-profile, the relevance that would score 0.5 so that the tuning half's answers and the off-topic questions are told
-apart best (the check half and the widened set are never fitted on). Candidates kept for holding every word of the
-question, and quotes put first, are not modelled: the retrieval bench measures the search whole.
+The report replays each recorded search at the tool's defaults (threshold 0.5, limit 5; with a passage, its order and
+its share of the threshold) at the embedder's relevance at half, at `--at-half`, and with `--fit` at the fitted one
+(fit_at_half: from the tuning half alone). It prints, per hint, recall@5 / MRR@10 of each half, and per language the
+off-topic questions (far subjects and other books) and missing facts that get a passage. Candidates kept for holding
+every word of the question, and quotes put first, are not replayed: bench.retrieval measures the search whole (at
+0.384 under multilingual both gave check 0.541 / 0.918 and widened 0.596).
 """
 
 from __future__ import annotations
