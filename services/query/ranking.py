@@ -22,10 +22,10 @@ candidate that does not hold it (quotes_first). A meaning-only score puts a line
 universally acknowledged" in the passages about truths and acknowledgements; whoever types a line wants the
 passage that holds it.
 
-The relevance is then mapped onto [0, 1] so that RELEVANCE_AT_HALF lands on 0.5: the tool's default
-threshold. Measured on bench/retrieval.py: every tuning-half question's best candidate scores above it,
-and so does every answer that threshold 0 puts in the top five, while the best passages for questions on
-unrelated subjects score under it. A cross-encoder's score is already a probability and is used as it is.
+The relevance is then mapped onto [0, 1] so that the model's relevance at half (ScoreScale, from the embedder:
+services/embedder/score_scale.py) lands on 0.5, the tool's default threshold: on bench/retrieval.py's tuning half
+no answer in the top five scores under it, with a hypothetical passage or without. A cross-encoder's score is
+already a probability and is used as it is.
 """
 
 from __future__ import annotations
@@ -61,10 +61,10 @@ LEXICAL_SCALE = 8.0
 # best window alone 0.56 / 0.398, 3:1 0.57 / 0.410, 1:1 0.55 / 0.412, 1:3 0.53 / 0.387; sentence vectors
 # instead of windows (1:1, what ranking did before) 0.51 / 0.363, and adding them to the windows gained nothing.
 WINDOW_WEIGHT = 0.75
-# Midway between what the off-topic questions of bench/retrieval.py get (their best candidates: 0.27 and
-# below, but for one question near a book's subject at 0.42) and the least any tuning-half question's
-# best candidate gets (0.358), so that every question the books answer gets an answer; the lowest
-# relevance of an answer in the top five on the tuning half is 0.347, above it too.
+# MiniLM's relevance at half, and the scale of a model whose embedder reports none (ScoreScale): midway between what
+# the first ten off-topic questions of bench/retrieval.py get (their best candidates: 0.27 and below, but for one
+# question near a book's subject at 0.42) and the least any tuning-half question's best candidate gets (0.358); the
+# lowest relevance of an answer in the top five on the tuning half is 0.347, above it too.
 RELEVANCE_AT_HALF = 0.32
 # Candidates a cross-encoder reads: the ones that can still reach the first results.
 RERANK_DEPTH = 30
