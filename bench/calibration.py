@@ -36,13 +36,15 @@ import numpy as np
 from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
 from alexandria.languages import language_code
 from alexandria.model_languages import trained_languages
+from alexandria.relevance import RELEVANCE_AT_HALF
 from alexandria.settings import EmbedderProfile
-from alexandria.store import open_store
+from alexandria.store import Hit, SparseVector, open_store
 from alexandria.store.lexical import encode_query
 from alexandria.store.records import ChunkRecord
 from bench.basics import OUT
 from bench.common import DEFAULT_CORPUS, bench_logging, embedder_service, ingested_file_names, store_settings
 from bench.questions import (
+    HEADLINE_LANGUAGES,
     SPLITS,
     book_file,
     contains_phrase,
@@ -53,27 +55,26 @@ from bench.retrieval import (
     COLLECTION,
     DEFAULT_SCRATCH,
     Configuration,
+    Scores,
     is_from_book,
     model_slug,
     off_topic_set,
 )
 from services.embedder.profiles import recorded_base_name
 from services.query.ranking import (
-    RELEVANCE_AT_HALF,
     ScoreScale,
     Signals,
     best_first,
-    hinted_floor,
     hinted_order,
     relevance,
 )
-from services.query.search import Searcher, SearchQuery
+from services.query.search import Ranked, Searcher, SearchQuery, select_passages
 from services.query.server import EmbedderQueryEncoder
 
 DEFAULT_OUT = OUT / "calibration"
 HINTS = ("none", "llm")
 LIMIT = int(QUERY_LIMIT.default)
-MRR_AT = 10
+NO_TERMS = SparseVector([], [])
 # The answers of the tuning half a fitted relevance at half may cost (of those threshold 0 finds), with a passage and
 # without: a higher one turns away more off-topic questions, and the answers it costs are what the caller came for.
 FIT_ANSWERS_LOST = 0
@@ -166,59 +167,46 @@ def load_measured(path: Path) -> tuple[dict[str, Any], list[Asked]]:
 
 
 def selected(asked: Asked, floor: float, at_half: float, threshold: float) -> list[int]:
-    """The candidates the search returns at `threshold` and the default limit, in order (search.select_passages,
-    less the candidates kept for their words alone)."""
+    """The candidates the search returns at `threshold` and the default limit, in order: search.select_passages over
+    the recorded candidates, none of them kept for holding every word of the question (not recorded)."""
     if not len(asked.answers):
         return []
-    lexical = bool(asked.question.lexical.any())
     scale = ScoreScale(floor, at_half)
-    scores = relevance(asked.question, scale, semantic=True, lexical=lexical)
+    scores = relevance(asked.question, scale, semantic=True, lexical=True)
     order = best_first(scores)
     if asked.passage is not None:
-        passage_scores = relevance(asked.passage, scale, semantic=True, lexical=bool(asked.passage.lexical.any()))
-        order = hinted_order(scores, passage_scores)
-        if scores.max() >= threshold:
-            threshold = hinted_floor(threshold)
-    return [i for i in order if scores[i] >= threshold][:LIMIT]
+        order = hinted_order(scores, relevance(asked.passage, scale, semantic=True, lexical=True))
+    ranked = Ranked([Hit(str(i), 0.0, {}, frozenset()) for i in order], [float(scores[i]) for i in order])
+    picked, _ = select_passages(ranked, NO_TERMS, threshold, LIMIT, hinted=asked.passage is not None)
+    return [order[place] for place, _ in picked]
 
 
 def answer_rank(asked: Asked, picked: Sequence[int]) -> int | None:
     return next((rank for rank, i in enumerate(picked) if asked.answers[i]), None)
 
 
-@dataclass(frozen=True)
-class Figures:
-    recall5: float
-    mrr10: float
-    questions: int
-
-    @classmethod
-    def of(cls, ranks: Sequence[int | None]) -> Figures:
-        n = max(1, len(ranks))
-        return cls(sum(r is not None and r < 5 for r in ranks) / n,
-                   sum(1 / (r + 1) for r in ranks if r is not None and r < MRR_AT) / n, len(ranks))
-
-    def __str__(self) -> str:
-        return f"{self.recall5:.3f} / {self.mrr10:.3f}"
+def scores(questions: Sequence[Asked], picked: dict[int, list[int]]) -> Scores:
+    """The questions' scores, from what the search returned for each (`picked`, by the question's id())."""
+    return Scores.of_ranks([answer_rank(a, picked[id(a)]) for a in questions], [len(picked[id(a)]) for a in questions],
+                           LIMIT)
 
 
 def figures(asked: Sequence[Asked], floor: float, at_half: float, threshold: float) -> dict[str, Any]:
-    """Per hint: each half's recall@5 / MRR@10 (English, German, French questions: the headline's), and per language
-    its questions' recall@5, how many of its off-topic questions get a passage (far subjects and other books, the
-    first ten among the English) and how many of its missing facts do."""
+    """Per hint: each half's scores (English, German, French questions: the headline's), and per language its
+    questions' scores, how many of its off-topic questions get a passage (far subjects and other books, the first ten
+    among the English) and how many of its missing facts do."""
     result: dict[str, Any] = {}
     for hint in HINTS:
         mine = [a for a in asked if a.hint == hint]
-        ranks = {id(a): answer_rank(a, selected(a, floor, at_half, threshold)) for a in mine if a.group in SPLITS}
-        answered = {id(a): bool(selected(a, floor, at_half, threshold)) for a in mine if a.group not in SPLITS}
-        halves = {split: Figures.of([ranks[id(a)] for a in mine if a.group == split and a.language in ("en", "de", "fr")])
+        picked = {id(a): selected(a, floor, at_half, threshold) for a in mine}
+        halves = {split: scores([a for a in mine if a.group == split and a.language in HEADLINE_LANGUAGES], picked)
                   for split in SPLITS}
         languages = {}
         for language in sorted({a.language for a in mine}):
             of_language = [a for a in mine if a.language == language]
-            off = [answered[id(a)] for a in of_language if a.group not in (*SPLITS, "missing_fact")]
-            missing = [answered[id(a)] for a in of_language if a.group == "missing_fact"]
-            languages[language] = {"recall@5": Figures.of([ranks[id(a)] for a in of_language if a.group in SPLITS]),
+            off = [bool(picked[id(a)]) for a in of_language if a.group not in (*SPLITS, "missing_fact")]
+            missing = [bool(picked[id(a)]) for a in of_language if a.group == "missing_fact"]
+            languages[language] = {"scores": scores([a for a in of_language if a.group in SPLITS], picked),
                                    "off_topic": (sum(off), len(off)), "missing_fact": (sum(missing), len(missing))}
         result[hint] = {"halves": halves, "languages": languages}
     return result
@@ -260,13 +248,14 @@ def report(out: Path, fit: bool, at_half: float | None) -> None:
             print(f"\n{data['profile']} ({data['model']}), floor {floor:.3f}, relevance at half {scale:.3f} ({name})")
             for label, threshold in (("default", QUERY_THRESHOLD.default), ("threshold0", 0.0)):
                 for hint, result in figures(asked, floor, scale, threshold).items():
-                    halves = "  ".join(f"{split} {result['halves'][split]}" for split in SPLITS
-                                       if result["halves"][split].questions)
+                    halves = "  ".join(f"{split} {result['halves'][split].recall[5]:.3f} / "
+                                       f"{result['halves'][split].mrr:.3f}"
+                                       for split in SPLITS if result["halves"][split].questions)
                     line = f"  {label:<10} hint {hint:<4} {halves}"
                     if label == "default":
                         line += "  |" + "".join(
                             f" {lang}{'' if not trained or language_code(lang) in trained.languages else '*'} "
-                            f"R@5 {f['recall@5'].recall5:.2f} off {f['off_topic'][0]}/{f['off_topic'][1]} "
+                            f"R@5 {f['scores'].recall[5]:.2f} off {f['off_topic'][0]}/{f['off_topic'][1]} "
                             f"mf {f['missing_fact'][0]}/{f['missing_fact'][1]};"
                             for lang, f in result["languages"].items())
                     print(line)

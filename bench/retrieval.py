@@ -184,13 +184,17 @@ class Scores:
 
     @classmethod
     def of(cls, answers: Sequence[Answer], limit: int = QUERY_LIMIT.high) -> Scores:
-        n = max(1, len(answers))
-        ranks = [a.rank for a in answers]
+        return cls.of_ranks([a.rank for a in answers], [a.returned for a in answers], limit)
+
+    @classmethod
+    def of_ranks(cls, ranks: Sequence[int | None], returned: Sequence[int], limit: int = QUERY_LIMIT.high) -> Scores:
+        """From each question's 0-based answer rank (None: not found) and how many passages came back."""
+        n = max(1, len(ranks))
         return cls(
             recall={k: sum(r is not None and r < k for r in ranks) / n for k in RECALL_AT if k <= limit},
             mrr=sum(1 / (r + 1) for r in ranks if r is not None and r < MRR_AT) / n,
-            empty=sum(a.returned == 0 for a in answers),
-            questions=len(answers),
+            empty=sum(count == 0 for count in returned),
+            questions=len(ranks),
         )
 
     def as_dict(self) -> dict[str, float]:

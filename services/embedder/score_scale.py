@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from alexandria.relevance import RELEVANCE_AT_HALF, SEMANTIC_WEIGHT
 from services.embedder.profiles import E5_FOLDER, MINILM_NAME, MPNET_FOLDER, recorded_base_name
 
 # Questions and passages on unrelated subjects, pair by pair (the i-th question is about the i-th
@@ -36,8 +37,6 @@ PROBE_PASSAGES = [
     "Tomaten brauchen im Gewächshaus viel Licht, regelmäßiges Gießen und eine Stütze für die Triebe.",
     "Mélangez la farine, les œufs et le lait, puis laissez reposer la pâte une heure avant la cuisson.",
 ]
-# ranking.SEMANTIC_WEIGHT: the semantic share of a hybrid relevance, the scale a relevance at half is on.
-SEMANTIC_SHARE = 0.9
 # MiniLM's probe: floor 0.012, spread 0.0884, so 0.9 x 4.0 x 0.0884 / 0.988 = 0.322; fitted, 0.32.
 SPREAD_AT_HALF = 4.0
 # Each profile's model by the name it records, less its backend's suffix. bench/calibration.py --fit, 2026-11-29:
@@ -45,8 +44,8 @@ SPREAD_AT_HALF = 4.0
 # 0.967), so it keeps 0.32, its first calibration; multilingual-e5's is 0.325 (its probe would say 0.38, which
 # costs a tenth of the answers found with a passage). mpnet keeps MiniLM's: its bench store was not rebuilt.
 FITTED_RELEVANCE_AT_HALF: dict[str, float] = {
-    MINILM_NAME: 0.32,
-    MPNET_FOLDER: 0.32,
+    MINILM_NAME: RELEVANCE_AT_HALF,
+    MPNET_FOLDER: RELEVANCE_AT_HALF,
     E5_FOLDER: 0.325,
 }
 
@@ -67,7 +66,7 @@ class ProbedSimilarity:
     @property
     def estimated_relevance_at_half(self) -> float:
         """SPREAD_AT_HALF standard deviations of unrelated pairs above their mean, as a hybrid relevance."""
-        return SEMANTIC_SHARE * SPREAD_AT_HALF * self.spread / (1.0 - self.floor)
+        return SEMANTIC_WEIGHT * SPREAD_AT_HALF * self.spread / (1.0 - self.floor)
 
 
 def relevance_at_half(model_name: str, probed: ProbedSimilarity) -> float:

@@ -96,14 +96,12 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
         model: EmbeddingModel,
         lanes: dict[EmbedKind, MicroBatcher[Any]],
         reranker: Reranker | None = None,
-        probed: ProbedSimilarity | None = None,
+        floor: float = 0.0,
+        relevance_at_half: float = 0.0,
     ) -> None:
         """Start answering with this (loaded, warmed-up) model, one lane per kind of text, the
-        cross-encoder if one is configured, and what the model gave score_scale's probe."""
-        if probed is None:
-            self._ready = _Ready(model, lanes, reranker)
-        else:
-            self._ready = _Ready(model, lanes, reranker, probed.floor, relevance_at_half(model.name, probed))
+        cross-encoder if one is configured, and the model's score scale (score_scale.py)."""
+        self._ready = _Ready(model, lanes, reranker, floor, relevance_at_half)
 
     async def close(self) -> None:
         """Stop answering and fail what is still queued."""
@@ -311,7 +309,8 @@ def create_server(settings: EmbedderSettings, *, model: EmbeddingModel | None = 
         for kind, lane in lanes.items():
             lane.start()
             await lane.embed(loaded.with_prefix(WARM_UP_TEXTS, kind))
-        servicer.ready(loaded, lanes, reranker, probed)
+        at_half = relevance_at_half(loaded.name, probed)
+        servicer.ready(loaded, lanes, reranker, probed.floor, at_half)
         await server.health.set_serving(True)
         log.info(
             "serving %s on %s (ready in %.1f s; bursts merge with gaps up to %.1f ms; similarity floor %.3f, "
@@ -321,7 +320,7 @@ def create_server(settings: EmbedderSettings, *, model: EmbeddingModel | None = 
             time.perf_counter() - started,
             merge_wait_s * 1000,
             probed.floor,
-            relevance_at_half(loaded.name, probed),
+            at_half,
         )
 
     server.on_start.append(load_and_warm_up)

@@ -38,6 +38,7 @@ from typing import Protocol
 
 import numpy as np
 
+from alexandria.relevance import RELEVANCE_AT_HALF, SEMANTIC_WEIGHT
 from alexandria.store import DENSE, Filter, Hit, SparseVector, Store
 from alexandria.store.model import SPARSE, SimilarityQuery
 
@@ -50,22 +51,12 @@ PREFETCH = 100
 # 3.5 (26 at most), leaving 7 questions under 50 passages; every headline figure of the bench stayed as it was
 # (CHANGELOG.md, 2026-11-28).
 UNCHECKED_MARGIN = 20
-# Tuned on the tuning half of bench/retrieval.py with the default model (recall@5 / recall@10 / MRR@10
-# over semantic weights 0.5-1.0): 0.7 gave 0.45 / 0.54 / 0.362, 0.8 0.45 / 0.58 / 0.360, 0.9
-# 0.51 / 0.63 / 0.358, semantic alone 0.53 / 0.62 / 0.337. The lexical scale changed nothing there;
-# it keeps a lone weak word match from counting as a full one.
-SEMANTIC_WEIGHT = 0.9
 LEXICAL_SCALE = 8.0
 # The best window's share of the semantic similarity, the chunk vector having the rest. the windows bench (bench/windows.py, in git history),
 # tuning half (recall@5 / MRR@10), windows of 256 tokens overlapping by 64 under the title and chapter:
 # best window alone 0.56 / 0.398, 3:1 0.57 / 0.410, 1:1 0.55 / 0.412, 1:3 0.53 / 0.387; sentence vectors
 # instead of windows (1:1, what ranking did before) 0.51 / 0.363, and adding them to the windows gained nothing.
 WINDOW_WEIGHT = 0.75
-# MiniLM's relevance at half, and the scale of a model whose embedder reports none (ScoreScale): midway between what
-# the first ten off-topic questions of bench/retrieval.py get (their best candidates: 0.27 and below, but for one
-# question near a book's subject at 0.42) and the least any tuning-half question's best candidate gets (0.358); the
-# lowest relevance of an answer in the top five on the tuning half is 0.347, above it too.
-RELEVANCE_AT_HALF = 0.32
 # Candidates a cross-encoder reads: the ones that can still reach the first results.
 RERANK_DEPTH = 30
 # With a hypothetical passage, a candidate's order is by (1 - HINT_WEIGHT) x its relevance to the question +

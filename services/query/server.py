@@ -17,6 +17,7 @@ from alexandria.clients import EmbedderClient, decode_vectors
 from alexandria.contract import QUERY_LIMIT, QUERY_THRESHOLD
 from alexandria.errors import AlexandriaError, FailedPrecondition
 from alexandria.grpc_server import ServiceServer, build_server
+from alexandria.relevance import RELEVANCE_AT_HALF
 from alexandria.settings import QuerySettings
 from alexandria.store import Store, open_store
 from alexandria.store.records import CollectionModel
@@ -24,7 +25,7 @@ from alexandria.v1 import embedder_pb2, query_pb2, query_pb2_grpc
 from services.query.budget import json_size
 from services.query.guardians import Guardian, PromptLibrary, ResponseInstruction
 from services.query.outcome import ContextMode, SearchIn, SearchMode, SearchOutcome
-from services.query.ranking import RELEVANCE_AT_HALF, ScoreScale
+from services.query.ranking import ScoreScale
 from services.query.search import (
     DEFAULT_SEARCH_MODE,
     QueryVector,

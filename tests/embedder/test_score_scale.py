@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from alexandria.relevance import SEMANTIC_WEIGHT
 from services.embedder.profiles import E5_FOLDER, MINILM_NAME
 from services.embedder.score_scale import (
     FITTED_RELEVANCE_AT_HALF,
-    SEMANTIC_SHARE,
     SPREAD_AT_HALF,
     ProbedSimilarity,
     relevance_at_half,
@@ -31,7 +31,7 @@ def test_the_probe_s_unrelated_pairs_give_the_floor_and_spread_and_its_related_p
 def test_a_model_that_spreads_unrelated_pairs_wider_above_its_floor_needs_more_to_score_half() -> None:
     narrow, wide = (ProbedSimilarity.of(probe(0.7, 0.9, jitter)) for jitter in (0.01, 0.03))
     assert narrow.estimated_relevance_at_half < wide.estimated_relevance_at_half
-    assert wide.estimated_relevance_at_half == pytest.approx(SEMANTIC_SHARE * SPREAD_AT_HALF * 0.03 / 0.3)
+    assert wide.estimated_relevance_at_half == pytest.approx(SEMANTIC_WEIGHT * SPREAD_AT_HALF * 0.03 / 0.3)
     # The same spread over less room above the floor is a wider one.
     assert ProbedSimilarity.of(probe(0.0, 0.5, 0.03)).estimated_relevance_at_half < wide.estimated_relevance_at_half
 

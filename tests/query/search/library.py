@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from alexandria.relevance import RELEVANCE_AT_HALF
 from query.fakes import FakeEncoder, RecordingStore, unit
 from services.query.outcome import SearchOutcome
-from services.query.ranking import RELEVANCE_AT_HALF, calibrate
+from services.query.ranking import calibrate
 from services.query.search import Searcher, SearchQuery
 
 COLLECTION = "books"
