@@ -85,6 +85,8 @@ PROFILES: dict[EmbedderProfile, Profile] = {
 # multilingual answered 5 of the 10 off-topic questions (fast 1, best 2). Re-decided on each model's fitted score
 # scale (bench/calibration.py, 2026-11-29): multilingual for every library was not kept; on English off-topic
 # questions it answered 35 of 45 against fast's 9, and no scale of its own turns more away without losing answers.
+# best answered 5 of 45 and found the most (English widened set 0.667, check half 0.620 against fast's 0.593), but
+# ingested 9 sentences a second against fast's 42 (a 2-core CPU without bf16 units).
 AUTO_ON_CPU: EmbedderProfile = "fast"
 # What `auto` runs on a CPU for a library whose collection is already made, by the model that made it (the
 # recorded name, less its backend suffix): the profile of that model, so that its vectors stay searchable.
