@@ -172,11 +172,11 @@ def selected(asked: Asked, floor: float, at_half: float, threshold: float) -> li
     if not len(asked.answers):
         return []
     scale = ScoreScale(floor, at_half)
-    scores = relevance(asked.question, scale, semantic=True, lexical=True)
-    order = best_first(scores)
+    question_scores = relevance(asked.question, scale, semantic=True, lexical=True)
+    order = best_first(question_scores)
     if asked.passage is not None:
-        order = hinted_order(scores, relevance(asked.passage, scale, semantic=True, lexical=True))
-    ranked = Ranked([Hit(str(i), 0.0, {}, frozenset()) for i in order], [float(scores[i]) for i in order])
+        order = hinted_order(question_scores, relevance(asked.passage, scale, semantic=True, lexical=True))
+    ranked = Ranked([Hit(str(i), 0.0, {}, frozenset()) for i in order], [float(question_scores[i]) for i in order])
     picked, _ = select_passages(ranked, NO_TERMS, threshold, LIMIT, hinted=asked.passage is not None)
     return [order[place] for place, _ in picked]
 
